@@ -1,0 +1,190 @@
+// Package conf reads edgeway's main file and the route files it includes and
+// turns them into one typed, validated Config. Parsing is the routes
+// package's job (grammar and positions); conf fills in defaults on the parsed
+// values, checks them as a whole and reports every error it finds, each with
+// file:line:col, so that a bad file is refused before anything changes.
+package conf
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/edgeway/edgeway/routes/rule"
+)
+
+// Config is one complete, validated configuration. The zero values of its
+// fields are never seen by users of a Config returned by Load: defaults are
+// filled in before validation.
+type Config struct {
+	// MainFile is the absolute path of the main file; Files lists it and
+	// every route file it included, in load order (for reload and watching).
+	MainFile string
+	Files    []string
+
+	Listeners []Listener
+	Admin     *Admin // nil when the main file has no admin block
+	Log       Log
+	// ShutdownGrace is how long in-flight requests may run after SIGTERM
+	// before connections are closed. Default 10s.
+	ShutdownGrace time.Duration
+
+	Upstreams []Upstream // in definition order; names are unique
+	Routes    []Route    // HTTP routes, in definition order (file order after include expansion)
+	TCPRoutes []TCPRoute // parsed and validated; served by a later issue
+
+	// Warnings are problems that do not refuse the file (a rule that can
+	// never match, ...). `edgeway validate` prints them.
+	Warnings []Diagnostic
+}
+
+// Listener is one `listen NAME { ... }` block.
+type Listener struct {
+	Name string
+	Addr string // host:port as written; ":8080" listens on every address
+	// Protocols the listener speaks: "http1", "h2c" (cleartext HTTP/2 with
+	// prior knowledge). Default: http1 and h2c.
+	Protocols []string
+	// ReadHeaderTimeout bounds the time to read a request's headers; a
+	// client slower than this is disconnected. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request in flight
+	// after this long. Default 60s.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps the request line plus headers; larger requests get
+	// 431. Default 32KiB; at most 1MiB.
+	MaxHeaderBytes int
+	// MaxConns caps concurrent client connections; further ones wait in the
+	// kernel backlog. 0 means no limit. Default 0.
+	MaxConns int
+	// Backlog is the listen(2) backlog. 0 uses the system default
+	// (net.core.somaxconn).
+	Backlog int
+	// ReusePort sets SO_REUSEPORT. Default false.
+	ReusePort bool
+	// NoDelay sets TCP_NODELAY on accepted connections. Default true.
+	NoDelay bool
+	// TrustedProxies lists the peers whose X-Forwarded-* and Forwarded
+	// headers are kept; from any other peer they are replaced. Default none.
+	TrustedProxies []netip.Prefix
+	// NotFoundBody is the body of the 404 sent when no route matches.
+	// Default "404 page not found\n".
+	NotFoundBody string
+	// Normalize turns on entry-point path normalisation
+	// (rules-semantics.md §3.1 steps 1-4). Default true.
+	Normalize bool
+	Pos       Pos
+}
+
+// Admin is the `admin { ... }` block. The admin API itself is served by a
+// later issue; the block is parsed and validated now.
+type Admin struct {
+	Listen    string // default 127.0.0.1:9900
+	TokenFile string
+	Pos       Pos
+}
+
+// Log configures logging.
+type Log struct {
+	// Access turns the per-request access log on. Default true.
+	Access bool
+	// Format is "json" or "text". Default "text".
+	Format string
+	// Output is "stdout", "stderr" or a file path. Default "stderr".
+	Output string
+	// Level is "debug", "info", "warn" or "error". Default "info".
+	Level string
+}
+
+// Upstream is an `upstream NAME { ... }` block.
+type Upstream struct {
+	Name    string
+	Servers []Server
+	// ConnectTimeout bounds dialing one server; exceeded answers 504.
+	// Default 5s.
+	ConnectTimeout time.Duration
+	// ResponseTimeout bounds the wait for response headers after the request
+	// was written; exceeded answers 504. Default 60s.
+	ResponseTimeout time.Duration
+	// IdleTimeout bounds a silence while streaming a body in either
+	// direction, and how long a pooled idle connection is kept. Default 90s.
+	IdleTimeout time.Duration
+	// MaxIdleConns caps idle keep-alive connections kept per server.
+	// Default 256.
+	MaxIdleConns int
+	Pos          Pos
+}
+
+// Server is one `server ADDR [weight N]` line.
+type Server struct {
+	Addr   string // host:port
+	Weight int    // default 1; 0 takes no traffic
+	Pos    Pos
+}
+
+// Route is a `route NAME { ... }` block.
+type Route struct {
+	Name string
+	// Rule is the parsed match expression; RuleText is its text as written.
+	Rule     *rule.Rule
+	RuleText string
+	// Priority is the explicit priority, or the rule's default (its length
+	// in bytes) when none was written.
+	Priority int
+	// Upstream names the pool requests go to; empty when a terminal
+	// middleware (respond, redirect) answers.
+	Upstream string
+	// Listeners restricts the route to these listeners; empty means all.
+	Listeners   []string
+	Middlewares []Middleware // in the order written
+	Pos         Pos
+}
+
+// TCPRoute is a `tcp route NAME { ... }` block.
+type TCPRoute struct {
+	Name      string
+	Rule      *rule.Rule
+	RuleText  string
+	Priority  int
+	Upstream  string
+	Listeners []string
+	Pos       Pos
+}
+
+// MiddlewareKind names one middleware.
+type MiddlewareKind string
+
+// The middlewares a route can list.
+const (
+	StripPrefix          MiddlewareKind = "strip_prefix"           // Arg: prefix removed from the path
+	AddPrefix            MiddlewareKind = "add_prefix"             // Arg: prefix added to the path
+	SetRequestHeader     MiddlewareKind = "set_header"             // Name, Arg
+	RemoveRequestHeader  MiddlewareKind = "remove_header"          // Name
+	SetResponseHeader    MiddlewareKind = "set_response_header"    // Name, Arg
+	RemoveResponseHeader MiddlewareKind = "remove_response_header" // Name
+	Redirect             MiddlewareKind = "redirect"               // Code, Arg: target; "$path" is the request path, "$query" the raw query
+	Respond              MiddlewareKind = "respond"                // Code, Arg: body
+)
+
+// Middleware is one middleware line of a route.
+type Middleware struct {
+	Kind MiddlewareKind
+	Name string // header name, canonical form
+	Arg  string
+	Code int
+	Pos  Pos
+}
+
+// Pos is a position in a configuration file. Line and Col count from 1.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+// Diagnostic is an error or warning at a position in a file.
+type Diagnostic struct {
+	Pos Pos
+	Msg string
+	// Source is the text of the line at Pos, for the caret display.
+	Source string
+}

@@ -1,0 +1,6 @@
+// Package rule parses Traefik v3 rule expressions (Host, PathPrefix, ...,
+// HostSNI, ALPN) and compiles sets of them into tables that pick the route
+// for a request view. Parsing and indexing happen once, at load time, so that
+// a match reads a few map and tree lookups and evaluates only the routes its
+// host and path can reach. The exact meaning is ../shared/rules-semantics.md.
+package rule
