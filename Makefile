@@ -1,0 +1,55 @@
+# edgeway: `make run` serves examples/edgeway.conf; `make test` runs every test.
+GO        ?= go
+BIN       ?= bin/edgeway
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+BENCH_DIR ?= ../shared/bench
+# Packages with concurrency, tested again under the race detector.
+RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./cmd/...
+FUZZTIME  ?= 30s
+
+.PHONY: all build run test check vet fmt race bench bench-idle bench-go fuzz clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/edgeway
+
+run: build
+	$(BIN) run -c examples/edgeway.conf
+
+# test: formatting, vet, every package's tests, then the race detector on the
+# concurrent packages.
+test: check
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+check: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# bench: edgeway beside nginx, HAProxy and Caddy (../shared/bench/run-peers.sh).
+bench: build
+	scripts/bench.sh peers
+
+# bench-idle: memory per idle keep-alive connection (idle-conns.sh).
+bench-idle: build
+	scripts/bench.sh idle
+
+# bench-go: the Go micro-benchmarks (matcher, guard, router).
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem ./routes/... ./listeners/... ./router/...
+
+# fuzz: each native fuzz target for FUZZTIME.
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
+
+clean:
+	rm -rf bin

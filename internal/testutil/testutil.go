@@ -1,0 +1,224 @@
+// Package testutil holds the helpers that edgeway's tests share: building
+// and starting the edgeway binary, watching its log, running curl and
+// waiting on conditions with deadlines instead of sleeping.
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Eventually calls cond until it returns true or timeout passes, then fails
+// the test with msg.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for wait := time.Millisecond; ; wait = min(wait*2, 50*time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: "+msg, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(wait) // polling interval, not a wait for an event
+	}
+}
+
+// ModuleRoot returns the repository root (the folder holding go.mod).
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary builds cmd/edgeway once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "edgeway-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "edgeway")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/edgeway")
+		cmd.Dir = ModuleRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WriteFiles writes name -> content under dir, creating folders.
+func WriteFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and many readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Proc is a running edgeway process whose log is captured.
+type Proc struct {
+	Cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// Start runs `edgeway run -c conf` and stops it (SIGKILL if needed) when the
+// test ends.
+func Start(t testing.TB, conf string) *Proc {
+	t.Helper()
+	p := &Proc{log: &syncBuffer{}, done: make(chan struct{})}
+	p.Cmd = exec.Command(Binary(t), "run", "-c", conf)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.log, p.log
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.Cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("edgeway log:\n%s", p.Log())
+		}
+	})
+	return p
+}
+
+// Log returns everything the process has logged so far.
+func (p *Proc) Log() string { return p.log.String() }
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits up to timeout for the process to exit and returns its exit
+// code.
+func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.Cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("edgeway did not exit within %v", timeout)
+		return -1
+	}
+}
+
+var listenRE = regexp.MustCompile(`msg=listening listener=(\S+) addr=(\S+)`)
+
+// Addrs waits until every listener has logged its address and returns
+// them by listener name.
+func (p *Proc) Addrs(t testing.TB, n int) map[string]string {
+	t.Helper()
+	var addrs map[string]string
+	Eventually(t, 20*time.Second, func() bool {
+		if p.Exited() {
+			t.Fatalf("edgeway exited: %v\n%s", p.err, p.Log())
+		}
+		addrs = map[string]string{}
+		for _, m := range listenRE.FindAllStringSubmatch(p.Log(), -1) {
+			addrs[m[1]] = m[2]
+		}
+		return len(addrs) >= n
+	}, "waiting for %d listeners in the log:\n%s", n, p.Log())
+	return addrs
+}
+
+// WaitLog waits until the log matches re.
+func (p *Proc) WaitLog(t testing.TB, re string) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	Eventually(t, 10*time.Second, func() bool { return rx.MatchString(p.Log()) },
+		"log never matched %q:\n%s", re, p.Log())
+}
+
+// Curl runs curl with a 20 s limit and returns its stdout and exit code
+// (0 on success); -s is always added.
+func Curl(t testing.TB, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "curl", append([]string{"-s"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("curl: %v", err)
+	}
+	if strings.Contains(errb.String(), "is not a recognized option") {
+		t.Fatalf("curl too old: %s", errb.String())
+	}
+	return out.String(), cmd.ProcessState.ExitCode()
+}
+
+// RequireCurl fails the test when curl is missing (CI installs it).
+func RequireCurl(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl not found: install it (apt-get install curl); .ci/run does")
+	}
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# edgeway as a peer of the shared bench harness: writes a configuration for
+# $LISTEN -> $UPSTREAM1,$UPSTREAM2 (round robin, access log off, the same
+# timeouts as the peers) into $PROXY_DIR and runs edgeway in the foreground.
+set -euo pipefail
+d=${PROXY_DIR:?}
+cat >"$d/edgeway.conf" <<CONF
+log { access off; level warn }
+listen bench {
+  addr $LISTEN
+  protocols http1 h2c
+  idle_timeout 300s
+  max_conns 0
+}
+upstream backend {
+  server $UPSTREAM1
+  server $UPSTREAM2
+  max_idle_conns 1024
+  idle_timeout 300s
+}
+route all {
+  match PathPrefix(\`/\`)
+  to backend
+}
+CONF
+exec "${EDGEWAY_BIN:?}" run -c "$d/edgeway.conf"

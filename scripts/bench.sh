@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the shared peer benchmark harness with edgeway added as a peer.
+#   scripts/bench.sh peers   HTTP/1.1 req/s, p99, proxy CPU us/req (run-peers.sh)
+#   scripts/bench.sh idle    memory per idle keep-alive connection (idle-conns.sh)
+# Installs the peers with apt-get when they are missing. The harness's knobs
+# (ROUNDS, DURATION, CONNS, IDLE_NS, ...) pass through from the environment.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bench_dir=${BENCH_DIR:-$root/../shared/bench}
+bench_dir=$(cd "$bench_dir" && pwd) || { echo "bench harness not found at $bench_dir (set BENCH_DIR)" >&2; exit 1; }
+
+need=()
+for c in nginx haproxy caddy wrk h2load curl taskset; do
+	command -v "$c" >/dev/null || need+=("$c")
+done
+if ((${#need[@]})); then
+	echo "installing missing peers: ${need[*]}" >&2
+	sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
+	$sudo apt-get update -qq
+	$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		nginx haproxy caddy wrk nghttp2-client curl util-linux iproute2 >/dev/null
+fi
+
+[[ -x $root/bin/edgeway ]] || (cd "$root" && make build)
+export EDGEWAY_BIN=$root/bin/edgeway
+export EXTRA_PROXY="edgeway|8084|$root/scripts/bench-edgeway.sh"
+case ${1:-peers} in
+peers) exec "$bench_dir/run-peers.sh" ;;
+idle) exec "$bench_dir/idle-conns.sh" ${IDLE_NS:-10000} ;;
+*) echo "usage: $0 peers|idle" >&2; exit 2 ;;
+esac
