@@ -187,4 +187,7 @@ type Diagnostic struct {
 	Msg string
 	// Source is the text of the line at Pos, for the caret display.
 	Source string
+	// Err is the underlying error when one caused the diagnostic (a file
+	// that cannot be read); nil otherwise.
+	Err error
 }

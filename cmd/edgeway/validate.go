@@ -35,7 +35,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 func printLoadError(w io.Writer, err error) {
 	var list *conf.ErrorList
 	if errors.As(err, &list) {
-		fmt.Fprint(w, list.Error())
+		fmt.Fprintln(w, list.Error())
 		if n := len(list.Diagnostics()); n > 0 {
 			fmt.Fprintf(w, "%d error(s); configuration refused\n", n)
 		}

@@ -1,0 +1,131 @@
+package conf
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/edgeway/edgeway/routes"
+)
+
+// builder turns checked directives into a Config. Every directive has one
+// small handler, found by name in the table of the block it sits in; the
+// routes package has already checked names and argument counts, so a
+// handler only converts and validates values. Checks that need the whole
+// configuration (references, duplicate addresses) run in validate.
+type builder struct {
+	fs      fileSystem
+	cfg     *Config
+	errs    []Diagnostic
+	sources map[string]*routes.Source // by file name as displayed
+	order   map[string]int            // load order of each file, for sorting
+	seen    map[string]bool           // absolute paths already loaded
+	names   map[string]map[string]routes.Pos
+	refs    []ref
+	addrs   []boundAddr
+}
+
+// ref is a name used before it can be checked: `to UPSTREAM`,
+// `listeners NAME...`.
+type ref struct {
+	ns   string // "upstream" or "listener"
+	name string
+	pos  routes.Pos
+}
+
+// boundAddr is an address something listens on, for the conflict check.
+type boundAddr struct {
+	owner string
+	addr  string
+	pos   routes.Pos
+}
+
+func newBuilder(fsys fileSystem) *builder {
+	return &builder{
+		fs: fsys,
+		cfg: &Config{
+			ShutdownGrace: 10 * time.Second,
+			Log:           Log{Access: true, Format: "text", Output: "stderr", Level: "info"},
+		},
+		sources: map[string]*routes.Source{},
+		order:   map[string]int{},
+		seen:    map[string]bool{},
+		names:   map[string]map[string]routes.Pos{},
+	}
+}
+
+// handler applies one directive to the value its block builds.
+type handler[T any] func(b *builder, t T, d *routes.Directive)
+
+// table maps the directive names of one block kind to their handlers.
+type table[T any] map[string]handler[T]
+
+func run[T any](b *builder, tbl table[T], t T, directives []*routes.Directive) {
+	for _, d := range directives {
+		h, ok := tbl[d.Name]
+		if !ok { // the vocabulary and the tables disagree: a bug, not a user error
+			b.errorf(d.Pos, "internal error: no handler for %q in %s", d.Name, d.Kind)
+			continue
+		}
+		h(b, t, d)
+	}
+}
+
+func (b *builder) pos(p routes.Pos) Pos { return Pos{File: p.File, Line: p.Line, Col: p.Col} }
+
+func (b *builder) diag(p routes.Pos, msg string) Diagnostic {
+	var line string
+	if src := b.sources[p.File]; src != nil {
+		line = src.Line(p.Line)
+	}
+	return Diagnostic{Pos: b.pos(p), Msg: msg, Source: line}
+}
+
+func (b *builder) errorf(p routes.Pos, format string, args ...any) {
+	b.errs = append(b.errs, b.diag(p, fmt.Sprintf(format, args...)))
+}
+
+func (b *builder) warnf(p routes.Pos, format string, args ...any) {
+	b.cfg.Warnings = append(b.cfg.Warnings, b.diag(p, fmt.Sprintf(format, args...)))
+}
+
+// at returns the position offset bytes into the argument a (for errors the
+// rule parser reports inside a match expression).
+func (b *builder) at(a routes.Arg, offset int) routes.Pos {
+	src := b.sources[a.Pos.File]
+	if src == nil {
+		return a.Pos
+	}
+	return src.Pos(a.Pos.Offset + max(0, min(offset, a.End.Offset-a.Pos.Offset)))
+}
+
+// declare records a name in a namespace and reports a duplicate.
+func (b *builder) declare(ns, name string, p routes.Pos) {
+	if b.names[ns] == nil {
+		b.names[ns] = map[string]routes.Pos{}
+	}
+	if first, dup := b.names[ns][name]; dup {
+		b.errorf(p, "duplicate %s name %q (first defined at %s)", ns, name, first)
+		return
+	}
+	b.names[ns][name] = p
+}
+
+func (b *builder) errorList() error {
+	list := ErrorList(b.errs)
+	b.sortDiags(list)
+	return &list
+}
+
+// sortDiags orders diagnostics by file load order, then line and column.
+func (b *builder) sortDiags(list []Diagnostic) {
+	slices.SortStableFunc(list, func(x, y Diagnostic) int {
+		if c := b.order[x.Pos.File] - b.order[y.Pos.File]; c != 0 {
+			return c
+		}
+		if x.Pos.Line != y.Pos.Line {
+			return x.Pos.Line - y.Pos.Line
+		}
+		return x.Pos.Col - y.Pos.Col
+	})
+}

@@ -1,0 +1,145 @@
+package conf
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A valid skeleton the directive tests add one line to.
+const (
+	baseListen   = "listen web {\n  addr :80\n  %s\n}\nupstream u { server a:1 }\nroute r { match Path(`/`); to u }\n"
+	baseUpstream = "listen web { addr :80 }\nupstream u {\n  server a:1\n  %s\n}\nroute r { match Path(`/`); to u }\n"
+	baseRoute    = "listen web { addr :80 }\nupstream u { server a:1 }\nroute r {\n  match Path(`/`)\n  %s\n}\n"
+	baseTop      = "listen web { addr :80 }\nupstream u { server a:1 }\nroute r { match Path(`/`); to u }\n%s\n"
+)
+
+func TestDirectives(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc  string
+		base  string
+		line  string
+		check func(*Config) bool // for valid lines
+		err   string             // "line:col: message prefix" for invalid ones
+	}{
+		// main file
+		{desc: "shutdown_grace", base: baseTop, line: "shutdown_grace 1m30s", check: func(c *Config) bool { return c.ShutdownGrace == 90*time.Second }},
+		{desc: "shutdown_grace zero", base: baseTop, line: "shutdown_grace 0s", check: func(c *Config) bool { return c.ShutdownGrace == 0 }},
+		{desc: "shutdown_grace bad", base: baseTop, line: "shutdown_grace 10", err: `4:16: shutdown_grace: invalid duration "10"`},
+		{desc: "admin", base: baseTop, line: "admin { listen 127.0.0.1:9999; token_file /t }", check: func(c *Config) bool { return c.Admin.Listen == "127.0.0.1:9999" && c.Admin.TokenFile == "/t" }},
+		{desc: "admin bad address", base: baseTop, line: "admin { listen localhost }", err: `4:16: listen: invalid address "localhost"`},
+		{desc: "admin collides with listener", base: baseTop, line: "admin { listen 127.0.0.1:80 }", err: `4:16: the admin API listens on 127.0.0.1:80, already used by listener "web"`},
+		{desc: "log", base: baseTop, line: "log { access off; format json; output stdout; level debug }", check: func(c *Config) bool {
+			return c.Log == Log{Access: false, Format: "json", Output: "stdout", Level: "debug"}
+		}},
+		{desc: "log format bad", base: baseTop, line: "log { format yaml }", err: `4:14: unknown log format "yaml" (expected json, text)`},
+		{desc: "log level bad", base: baseTop, line: "log { level trace }", err: `4:13: unknown log level "trace"`},
+		{desc: "duplicate log", base: baseTop, line: "log { }\nlog { }", err: `5:1: duplicate "log" in main file`},
+		// listen
+		{desc: "addr with host name", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].Addr == ":80" }},
+		{desc: "addr bad", base: "listen web {\n  addr 80\n}\n", err: `2:8: addr: invalid address "80"`},
+		{desc: "protocols", base: baseListen, line: "protocols h2c", check: func(c *Config) bool { return strings.Join(c.Listeners[0].Protocols, ",") == "h2c" }},
+		{desc: "protocols twice", base: baseListen, line: "protocols h2c h2c", err: `3:17: protocol "h2c" is listed twice`},
+		{desc: "read_header_timeout", base: baseListen, line: "read_header_timeout 250ms", check: func(c *Config) bool { return c.Listeners[0].ReadHeaderTimeout == 250*time.Millisecond }},
+		{desc: "read_header_timeout zero", base: baseListen, line: "read_header_timeout 0s", err: `3:23: read_header_timeout: must be more than 0`},
+		{desc: "idle_timeout", base: baseListen, line: "idle_timeout 2m", check: func(c *Config) bool { return c.Listeners[0].IdleTimeout == 2*time.Minute }},
+		{desc: "max_header_bytes", base: baseListen, line: "max_header_bytes 1MiB", check: func(c *Config) bool { return c.Listeners[0].MaxHeaderBytes == 1<<20 }},
+		{desc: "max_header_bytes too big", base: baseListen, line: "max_header_bytes 1048577", err: `3:20: max_header_bytes: 1048577 is out of range`},
+		{desc: "max_header_bytes zero", base: baseListen, line: "max_header_bytes 0", err: `3:20: max_header_bytes: 0 is out of range`},
+		{desc: "max_conns", base: baseListen, line: "max_conns 100", check: func(c *Config) bool { return c.Listeners[0].MaxConns == 100 }},
+		{desc: "max_conns bad", base: baseListen, line: "max_conns many", err: `3:13: max_conns: invalid number "many"`},
+		{desc: "backlog", base: baseListen, line: "backlog 4096", check: func(c *Config) bool { return c.Listeners[0].Backlog == 4096 }},
+		{desc: "reuseport", base: baseListen, line: "reuseport on", check: func(c *Config) bool { return c.Listeners[0].ReusePort }},
+		{desc: "nodelay", base: baseListen, line: "nodelay off", check: func(c *Config) bool { return !c.Listeners[0].NoDelay }},
+		{desc: "normalize", base: baseListen, line: "normalize off", check: func(c *Config) bool { return !c.Listeners[0].Normalize }},
+		{desc: "trusted_proxies bad", base: baseListen, line: "trusted_proxies 10.0.0.0/8 nope", err: `3:30: invalid trusted proxy "nope"`},
+		{desc: "not_found_body", base: baseListen, line: `not_found_body "no\n"`, check: func(c *Config) bool { return c.Listeners[0].NotFoundBody == "no\n" }},
+		{desc: "listener name bad", base: "listen w/x { addr :80 }\n", err: `1:8: invalid listener name "w/x"`},
+		{desc: "duplicate listener", base: "listen w { addr :80 }\nlisten w { addr :81 }\n", err: `2:8: duplicate listener name "w" (first defined at main.conf:1:8)`},
+		{desc: "same address", base: "listen a { addr 127.0.0.1:80 }\nlisten b { addr 127.0.0.1:80 }\n", err: `2:17: listener "b" listens on 127.0.0.1:80, already used by listener "a"`},
+		{desc: "port zero never collides", base: "listen a { addr :0 }\nlisten b { addr :0 }\n", check: func(c *Config) bool { return len(c.Listeners) == 2 }},
+		// upstream
+		{desc: "server weight", base: baseUpstream, line: "server b.example.com:8080 weight 0", check: func(c *Config) bool { return c.Upstreams[0].Servers[1].Weight == 0 }},
+		{desc: "server ipv6", base: baseUpstream, line: "server [::1]:8080", check: func(c *Config) bool { return c.Upstreams[0].Servers[1].Addr == "[::1]:8080" }},
+		{desc: "server no port", base: baseUpstream, line: "server b.example.com", err: `4:10: server: invalid address "b.example.com"`},
+		{desc: "server bad host", base: baseUpstream, line: "server bad_host!:80", err: `4:10: server: invalid host "bad_host!"`},
+		{desc: "server twice", base: baseUpstream, line: "server a:1", err: `4:10: server a:1 is listed twice in upstream "u"`},
+		{desc: "weight negative", base: baseUpstream, line: "server b:1 weight -1", err: `4:21: weight: -1 is out of range`},
+		{desc: "connect_timeout", base: baseUpstream, line: "connect_timeout 1s", check: func(c *Config) bool { return c.Upstreams[0].ConnectTimeout == time.Second }},
+		{desc: "response_timeout", base: baseUpstream, line: "response_timeout 2s", check: func(c *Config) bool { return c.Upstreams[0].ResponseTimeout == 2*time.Second }},
+		{desc: "upstream idle_timeout", base: baseUpstream, line: "idle_timeout 3s", check: func(c *Config) bool { return c.Upstreams[0].IdleTimeout == 3*time.Second }},
+		{desc: "max_idle_conns", base: baseUpstream, line: "max_idle_conns 0", check: func(c *Config) bool { return c.Upstreams[0].MaxIdleConns == 0 }},
+		{desc: "upstream without servers", base: "upstream u { connect_timeout 1s }\n", err: `1:1: upstream "u" has no servers`},
+		// route
+		{desc: "to", base: baseRoute, line: "to u", check: func(c *Config) bool { return c.Routes[0].Upstream == "u" }},
+		{desc: "to unknown", base: baseRoute, line: "to v", err: `5:6: unknown upstream "v" (defined: u)`},
+		{desc: "priority", base: baseRoute, line: "to u; priority -3", check: func(c *Config) bool { return c.Routes[0].Priority == -3 }},
+		{desc: "priority bad", base: baseRoute, line: "to u; priority high", err: `5:18: priority: invalid number "high"`},
+		{desc: "listeners", base: baseRoute, line: "to u; listeners web", check: func(c *Config) bool { return c.Routes[0].Listeners[0] == "web" }},
+		{desc: "listeners unknown", base: baseRoute, line: "to u; listeners web api", err: `5:23: unknown listener "api" (defined: web)`},
+		{desc: "strip_prefix", base: baseRoute, line: "to u; strip_prefix /api", check: mw(StripPrefix, "", "/api", 0)},
+		{desc: "add_prefix", base: baseRoute, line: "to u; add_prefix /v2", check: mw(AddPrefix, "", "/v2", 0)},
+		{desc: "add_prefix bad", base: baseRoute, line: "to u; add_prefix v2", err: `5:20: add_prefix: expected a path starting with "/"`},
+		{desc: "set_header canonical", base: baseRoute, line: "to u; set_header x-forwarded-app edge", check: mw(SetRequestHeader, "X-Forwarded-App", "edge", 0)},
+		{desc: "remove_header", base: baseRoute, line: "to u; remove_header cookie", check: mw(RemoveRequestHeader, "Cookie", "", 0)},
+		{desc: "set_response_header", base: baseRoute, line: `to u; set_response_header cache-control "no-store, private"`, check: mw(SetResponseHeader, "Cache-Control", "no-store, private", 0)},
+		{desc: "remove_response_header", base: baseRoute, line: "to u; remove_response_header server", check: mw(RemoveResponseHeader, "Server", "", 0)},
+		{desc: "header name bad", base: baseRoute, line: "to u; remove_header X:Y", err: `5:23: remove_header: invalid header name "X:Y"`},
+		{desc: "redirect", base: baseRoute, line: `redirect 307 "/new$path"`, check: mw(Redirect, "", "/new$path", 307)},
+		{desc: "redirect code", base: baseRoute, line: `redirect 200 /x`, err: `5:12: redirect: invalid status code "200"`},
+		{desc: "respond", base: baseRoute, line: `respond 503 "down\n"`, check: mw(Respond, "", "down\n", 503)},
+		{desc: "respond code", base: baseRoute, line: `respond 600`, err: `5:11: respond: invalid status code "600" (expected a status from 100 to 599)`},
+		{desc: "respond and redirect", base: baseRoute, line: "respond 200; redirect 302 /x", err: `5:16: route "r" already answers with ` + "`respond`"},
+		{desc: "to and respond", base: baseRoute, line: "to u; respond 200", err: `5:9: route "r" has both ` + "`to` and `respond`"},
+		{desc: "neither", base: baseRoute, line: "listeners web", err: `3:1: route "r" has neither`},
+		{desc: "invalid rule", base: "route r {\n  match Hots(`a`)\n  respond 200\n}\n", err: `2:9: invalid match rule: `},
+		{desc: "duplicate route", base: baseRoute + "route r { match Path(`/`); to u }\n", line: "to u", err: `7:7: duplicate route name "r"`},
+		// tcp route
+		{desc: "tcp route", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u; listeners web; priority 9 }", check: func(c *Config) bool {
+			r := c.TCPRoutes[0]
+			return r.Name == "db" && r.Upstream == "u" && r.Priority == 9 && r.Listeners[0] == "web" && r.Rule != nil
+		}},
+		{desc: "tcp route default priority", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u }", check: func(c *Config) bool { return c.TCPRoutes[0].Priority == len("HostSNI(`db.example.com`)") }},
+		{desc: "tcp route http matcher", base: baseTop, line: "tcp route db { match Host(`db`); to u }", err: `4:22: invalid match rule: `},
+		{desc: "tcp route without to", base: baseTop, line: "tcp route db { match HostSNI(`db`) }", err: `4:1: tcp route "db" has no ` + "`to UPSTREAM`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			src := tt.base
+			if strings.Contains(src, "%s") {
+				src = strings.Replace(src, "%s", tt.line, 1)
+			}
+			cfg, err := loadString(t, src)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatalf("unexpected error:\n%v", err)
+				}
+				if !tt.check(cfg) {
+					t.Errorf("check failed on %q: %+v", tt.line, cfg)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.err)
+			}
+			got := diagnostics(t, err)
+			if !strings.HasPrefix(got[0], "main.conf:"+tt.err) {
+				t.Errorf("first error = %q, want prefix %q (all: %q)", got[0], "main.conf:"+tt.err, got)
+			}
+		})
+	}
+}
+
+// mw checks the first route's last middleware.
+func mw(kind MiddlewareKind, name, arg string, code int) func(*Config) bool {
+	return func(c *Config) bool {
+		ms := c.Routes[0].Middlewares
+		if len(ms) == 0 {
+			return false
+		}
+		m := ms[len(ms)-1]
+		return m.Kind == kind && m.Name == name && m.Arg == arg && m.Code == code
+	}
+}

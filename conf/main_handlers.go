@@ -1,0 +1,191 @@
+package conf
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/edgeway/edgeway/routes"
+)
+
+// Handlers of the main file's directives and of the listen, admin and log
+// blocks.
+
+// topTable is filled in init: include loads files whose directives run
+// through topTable again, a cycle Go refuses in a variable initialiser.
+var topTable table[*routes.File]
+
+func init() {
+	topTable = table[*routes.File]{
+		"listen": listenDirective,
+		"admin":  adminDirective,
+		"log": func(b *builder, _ *routes.File, d *routes.Directive) {
+			run(b, logTable, &b.cfg.Log, d.Block.Directives)
+		},
+		"shutdown_grace": shutdownGrace,
+		"include":        func(b *builder, f *routes.File, d *routes.Directive) { b.include(f, d) },
+		"upstream":       upstreamDirective,
+		"route":          routeDirective,
+		"tcp route":      tcpRouteDirective,
+	}
+}
+
+func runTop(b *builder, f *routes.File) { run(b, topTable, f, f.Directives) }
+
+// The protocols a listener can speak.
+var protocols = []string{"http1", "h2c"}
+
+// DefaultListener returns a Listener with every documented default filled
+// in, as a `listen` block with only an addr produces.
+func DefaultListener(name, addr string) Listener {
+	return Listener{
+		Name: name, Addr: addr,
+		Protocols:         append([]string(nil), protocols...),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		NoDelay:           true,
+		NotFoundBody:      "404 page not found\n",
+		Normalize:         true,
+	}
+}
+
+func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
+	l := DefaultListener(b.name(d, "listener"), "")
+	l.Pos = b.pos(d.Pos)
+	run(b, listenTable, &l, d.Block.Directives)
+	if !hasDirective(d, "addr") {
+		b.errorf(d.Pos, "listener %q has no addr", l.Name)
+	}
+	b.cfg.Listeners = append(b.cfg.Listeners, l)
+}
+
+var listenTable = table[*Listener]{
+	"addr": func(b *builder, l *Listener, d *routes.Directive) {
+		if b.listenAddr(d, fmt.Sprintf("listener %q", l.Name)) {
+			l.Addr = d.Args[0].Value
+		}
+	},
+	"protocols":           listenProtocols,
+	"read_header_timeout": func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.ReadHeaderTimeout) },
+	"idle_timeout":        func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.IdleTimeout) },
+	"max_header_bytes":    maxHeaderBytes,
+	"max_conns":           func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) },
+	"backlog":             func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) },
+	"reuseport":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.ReusePort) },
+	"nodelay":             func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.NoDelay) },
+	"trusted_proxies":     trustedProxies,
+	"not_found_body":      func(b *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value },
+	"normalize":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.Normalize) },
+}
+
+// listenAddr checks an address something listens on and remembers it for
+// the conflict check.
+func (b *builder) listenAddr(d *routes.Directive, owner string) bool {
+	a := d.Args[0]
+	if err := checkAddr(a.Value, true); err != nil {
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+		return false
+	}
+	b.addrs = append(b.addrs, boundAddr{owner: owner, addr: a.Value, pos: a.Pos})
+	return true
+}
+
+func listenProtocols(b *builder, l *Listener, d *routes.Directive) {
+	l.Protocols = l.Protocols[:0]
+	seen := map[string]bool{}
+	for _, a := range d.Args {
+		p, ok := b.oneOf(a, "protocol", protocols)
+		switch {
+		case !ok:
+		case seen[p]:
+			b.errorf(a.Pos, "protocol %q is listed twice", p)
+		default:
+			seen[p] = true
+			l.Protocols = append(l.Protocols, p)
+		}
+	}
+}
+
+// maxHeaderBytesLimit is the largest max_header_bytes accepted.
+const maxHeaderBytesLimit = 1 << 20
+
+func maxHeaderBytes(b *builder, l *Listener, d *routes.Directive) {
+	a := d.Args[0]
+	n, err := routes.ParseSize(a.Value)
+	switch {
+	case err != nil:
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+	case n < 1 || n > maxHeaderBytesLimit:
+		b.errorf(a.Pos, "%s: %s is out of range (expected 1 byte to 1MiB)", d.Name, a.Value)
+	default:
+		l.MaxHeaderBytes = int(n)
+	}
+}
+
+func trustedProxies(b *builder, l *Listener, d *routes.Directive) {
+	for _, a := range d.Args {
+		p, err := parsePrefix(a.Value)
+		if err != nil {
+			b.errorf(a.Pos, "%v", err)
+			continue
+		}
+		l.TrustedProxies = append(l.TrustedProxies, p)
+	}
+}
+
+func adminDirective(b *builder, _ *routes.File, d *routes.Directive) {
+	a := &Admin{Listen: "127.0.0.1:9900", Pos: b.pos(d.Pos)}
+	run(b, adminTable, a, d.Block.Directives)
+	if !hasDirective(d, "listen") { // the default address can still collide
+		b.addrs = append(b.addrs, boundAddr{owner: "the admin API", addr: a.Listen, pos: d.Pos})
+	}
+	b.cfg.Admin = a
+}
+
+var adminTable = table[*Admin]{
+	"listen": func(b *builder, a *Admin, d *routes.Directive) {
+		if b.listenAddr(d, "the admin API") {
+			a.Listen = d.Args[0].Value
+		}
+	},
+	"token_file": func(b *builder, a *Admin, d *routes.Directive) { a.TokenFile = b.path(d) },
+}
+
+var logTable = table[*Log]{
+	"access": func(b *builder, l *Log, d *routes.Directive) { b.setSwitch(d, &l.Access) },
+	"format": func(b *builder, l *Log, d *routes.Directive) {
+		if v, ok := b.oneOf(d.Args[0], "log format", []string{"json", "text"}); ok {
+			l.Format = v
+		}
+	},
+	"output": func(b *builder, l *Log, d *routes.Directive) { l.Output = b.path(d) },
+	"level": func(b *builder, l *Log, d *routes.Directive) {
+		if v, ok := b.oneOf(d.Args[0], "log level", []string{"debug", "info", "warn", "error"}); ok {
+			l.Level = v
+		}
+	},
+}
+
+func shutdownGrace(b *builder, _ *routes.File, d *routes.Directive) {
+	if v, ok := b.duration(d, false); ok {
+		b.cfg.ShutdownGrace = v
+	}
+}
+
+// path reads a non-empty file path.
+func (b *builder) path(d *routes.Directive) string {
+	a := d.Args[0]
+	if a.Value == "" {
+		b.errorf(a.Pos, "%s: expected a file path, got an empty string", d.Name)
+	}
+	return a.Value
+}
+
+func hasDirective(d *routes.Directive, name string) bool {
+	for _, c := range d.Block.Directives {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,252 @@
+package conf
+
+import (
+	"errors"
+	"net/textproto"
+	"strings"
+
+	"github.com/edgeway/edgeway/routes"
+	"github.com/edgeway/edgeway/routes/rule"
+)
+
+// Handlers of the route and tcp route blocks. Both fill a draft, which is
+// checked as a whole when the block ends.
+
+type draft struct {
+	label       string // "route" or "tcp route", for messages
+	kind        rule.Kind
+	name        string
+	pos         routes.Pos
+	rule        *rule.Rule
+	text        string
+	matched     bool // a match line was seen, even an invalid one
+	priority    int
+	hasPriority bool
+	upstream    string
+	toPos       routes.Pos
+	listeners   []string
+	middlewares []Middleware
+	terminal    *routes.Directive // the respond or redirect line
+}
+
+func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
+	r := b.draft(d, rule.HTTP, routeTable)
+	if r.upstream != "" && r.terminal != nil {
+		b.errorf(r.terminal.Pos, "route %q has both `to` and `%s`: a route either forwards or answers", r.name, r.terminal.Name)
+	}
+	if r.terminal == nil && !hasDirective(d, "to") {
+		b.errorf(d.Pos, "route %q has neither `to UPSTREAM` nor a respond or redirect line", r.name)
+	}
+	b.cfg.Routes = append(b.cfg.Routes, Route{
+		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
+		Listeners: r.listeners, Middlewares: r.middlewares, Pos: b.pos(d.Pos),
+	})
+}
+
+func tcpRouteDirective(b *builder, _ *routes.File, d *routes.Directive) {
+	r := b.draft(d, rule.TCP, tcpRouteTable)
+	if !hasDirective(d, "to") {
+		b.errorf(d.Pos, "tcp route %q has no `to UPSTREAM` line", r.name)
+	}
+	b.cfg.TCPRoutes = append(b.cfg.TCPRoutes, TCPRoute{
+		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
+		Listeners: r.listeners, Pos: b.pos(d.Pos),
+	})
+}
+
+// draft runs a route block and fills in what both route kinds share.
+func (b *builder) draft(d *routes.Directive, kind rule.Kind, tbl table[*draft]) *draft {
+	r := &draft{label: d.Name, kind: kind, name: b.name(d, "route"), pos: d.Pos}
+	run(b, tbl, r, d.Block.Directives)
+	if !r.matched {
+		b.errorf(d.Pos, "%s %q has no `match` line", r.label, r.name)
+	}
+	if !r.hasPriority && r.rule != nil {
+		r.priority = r.rule.DefaultPriority()
+	}
+	if r.upstream != "" {
+		b.refs = append(b.refs, ref{ns: "upstream", name: r.upstream, pos: r.toPos})
+	}
+	return r
+}
+
+var tcpRouteTable = table[*draft]{
+	"match":     match,
+	"to":        to,
+	"priority":  func(b *builder, r *draft, d *routes.Directive) { r.hasPriority = b.priority(d, &r.priority) },
+	"listeners": listeners,
+}
+
+var routeTable = table[*draft]{
+	"match":                  match,
+	"to":                     to,
+	"priority":               func(b *builder, r *draft, d *routes.Directive) { r.hasPriority = b.priority(d, &r.priority) },
+	"listeners":              listeners,
+	"strip_prefix":           prefix(StripPrefix),
+	"add_prefix":             prefix(AddPrefix),
+	"set_header":             header(SetRequestHeader),
+	"remove_header":          header(RemoveRequestHeader),
+	"set_response_header":    header(SetResponseHeader),
+	"remove_response_header": header(RemoveResponseHeader),
+	"redirect":               redirect,
+	"respond":                respond,
+}
+
+// match parses the rule; its errors and warnings carry positions inside the
+// expression, mapped back to the file.
+func match(b *builder, r *draft, d *routes.Directive) {
+	r.matched = true
+	a := d.Args[0]
+	if a.Kind != routes.Expr {
+		b.errorf(a.Pos, "match: expected a rule expression such as Host(`example.com`), got %s", a)
+		return
+	}
+	parsed, err := rule.Parse(r.kind, a.Value)
+	if err != nil {
+		var re *rule.Error
+		if errors.As(err, &re) {
+			b.errorf(b.at(a, re.Offset), "invalid match rule: %s", re.Msg)
+		} else {
+			b.errorf(a.Pos, "invalid match rule: %v", err)
+		}
+		return
+	}
+	r.rule, r.text = parsed, a.Value
+	for _, w := range parsed.Warnings() {
+		b.warnf(b.at(a, w.Offset), "%s", w.Msg)
+	}
+}
+
+func to(b *builder, r *draft, d *routes.Directive) {
+	r.upstream, r.toPos = d.Args[0].Value, d.Args[0].Pos
+}
+
+func (b *builder) priority(d *routes.Directive, dst *int) bool {
+	a := d.Args[0]
+	v, err := routes.ParseInt(a.Value)
+	if err != nil {
+		b.errorf(a.Pos, "priority: %v", err)
+		return false
+	}
+	*dst = v
+	return true
+}
+
+func listeners(b *builder, r *draft, d *routes.Directive) {
+	for _, a := range d.Args {
+		if containsString(r.listeners, a.Value) {
+			b.errorf(a.Pos, "listener %q is listed twice", a.Value)
+			continue
+		}
+		r.listeners = append(r.listeners, a.Value)
+		b.refs = append(b.refs, ref{ns: "listener", name: a.Value, pos: a.Pos})
+	}
+}
+
+func prefix(kind MiddlewareKind) handler[*draft] {
+	return func(b *builder, r *draft, d *routes.Directive) {
+		a := d.Args[0]
+		if len(a.Value) == 0 || a.Value[0] != '/' || !validHeaderValue(a.Value) {
+			b.errorf(a.Pos, "%s: expected a path starting with \"/\", got %s", d.Name, a)
+			return
+		}
+		r.middlewares = append(r.middlewares, Middleware{Kind: kind, Arg: a.Value, Pos: b.pos(d.Pos)})
+	}
+}
+
+// header handles the four header middlewares: NAME, then VALUE for the set_ ones.
+func header(kind MiddlewareKind) handler[*draft] {
+	return func(b *builder, r *draft, d *routes.Directive) {
+		name := d.Args[0]
+		if !validHeaderName(name.Value) {
+			b.errorf(name.Pos, "%s: invalid header name %s", d.Name, name)
+			return
+		}
+		m := Middleware{Kind: kind, Name: textproto.CanonicalMIMEHeaderKey(name.Value), Pos: b.pos(d.Pos)}
+		if len(d.Args) > 1 {
+			v := d.Args[1]
+			if !validHeaderValue(v.Value) {
+				b.errorf(v.Pos, "%s: invalid header value %s (control characters are not allowed)", d.Name, v)
+				return
+			}
+			m.Arg = v.Value
+		}
+		r.middlewares = append(r.middlewares, m)
+	}
+}
+
+func redirect(b *builder, r *draft, d *routes.Directive) {
+	code, ok := b.code(d, func(c int) bool { return c == 301 || c == 302 || c == 303 || c == 307 || c == 308 }, "301, 302, 303, 307 or 308")
+	target := d.Args[1]
+	if target.Value == "" || !validHeaderValue(target.Value) {
+		b.errorf(target.Pos, "redirect: invalid target %s (expected a URL or path)", target)
+		ok = false
+	}
+	b.terminal(r, d, Middleware{Kind: Redirect, Code: code, Arg: target.Value, Pos: b.pos(d.Pos)}, ok)
+}
+
+func respond(b *builder, r *draft, d *routes.Directive) {
+	code, ok := b.code(d, func(c int) bool { return c >= 100 && c <= 599 }, "a status from 100 to 599")
+	m := Middleware{Kind: Respond, Code: code, Pos: b.pos(d.Pos)}
+	if len(d.Args) > 1 {
+		m.Arg = d.Args[1].Value
+	}
+	b.terminal(r, d, m, ok)
+}
+
+func (b *builder) code(d *routes.Directive, valid func(int) bool, want string) (int, bool) {
+	a := d.Args[0]
+	c, err := routes.ParseInt(a.Value)
+	if err != nil || !valid(c) {
+		b.errorf(a.Pos, "%s: invalid status code %s (expected %s)", d.Name, a, want)
+		return 0, false
+	}
+	return c, true
+}
+
+// terminal records a respond or redirect line: a route has at most one.
+func (b *builder) terminal(r *draft, d *routes.Directive, m Middleware, ok bool) {
+	if r.terminal != nil {
+		b.errorf(d.Pos, "route %q already answers with `%s` (line %d): only one respond or redirect per route",
+			r.name, r.terminal.Name, r.terminal.Pos.Line)
+		return
+	}
+	r.terminal = d
+	if ok {
+		r.middlewares = append(r.middlewares, m)
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// validHeaderName reports whether s is an RFC 9110 token (§5.1).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || c <= ' ' || c == 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s can be sent as a field value: no
+// control characters other than tab (RFC 9110 §5.5).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,78 @@
+package conf
+
+import (
+	"time"
+
+	"github.com/edgeway/edgeway/routes"
+)
+
+// Handlers of the upstream block.
+
+// DefaultUpstream returns an Upstream with every documented default filled
+// in and no servers.
+func DefaultUpstream(name string) Upstream {
+	return Upstream{
+		Name:            name,
+		ConnectTimeout:  5 * time.Second,
+		ResponseTimeout: 60 * time.Second,
+		IdleTimeout:     90 * time.Second,
+		MaxIdleConns:    256,
+	}
+}
+
+func upstreamDirective(b *builder, _ *routes.File, d *routes.Directive) {
+	u := DefaultUpstream(b.name(d, "upstream"))
+	u.Pos = b.pos(d.Pos)
+	run(b, upstreamTable, &u, d.Block.Directives)
+	if len(u.Servers) == 0 && !hasDirective(d, "server") {
+		b.errorf(d.Pos, "upstream %q has no servers (expected at least one `server ADDR` line)", u.Name)
+	}
+	b.cfg.Upstreams = append(b.cfg.Upstreams, u)
+}
+
+var upstreamTable = table[*Upstream]{
+	"server":           server,
+	"connect_timeout":  func(b *builder, u *Upstream, d *routes.Directive) { b.setDuration(d, &u.ConnectTimeout) },
+	"response_timeout": func(b *builder, u *Upstream, d *routes.Directive) { b.setDuration(d, &u.ResponseTimeout) },
+	"idle_timeout":     func(b *builder, u *Upstream, d *routes.Directive) { b.setDuration(d, &u.IdleTimeout) },
+	"max_idle_conns":   func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxIdleConns) },
+}
+
+// maxWeight bounds a server's weight, so sums of weights cannot overflow.
+const maxWeight = 1 << 20
+
+func server(b *builder, u *Upstream, d *routes.Directive) {
+	a := d.Args[0]
+	s := Server{Addr: a.Value, Weight: 1, Pos: b.pos(d.Pos)}
+	ok := true
+	if err := checkAddr(a.Value, false); err != nil {
+		b.errorf(a.Pos, "server: %v", err)
+		ok = false
+	}
+	for _, other := range u.Servers {
+		if other.Addr == s.Addr {
+			b.errorf(a.Pos, "server %s is listed twice in upstream %q", s.Addr, u.Name)
+			ok = false
+		}
+	}
+	if len(d.Args) == 3 {
+		ok = b.weight(d.Args[2], &s.Weight) && ok
+	}
+	if ok {
+		u.Servers = append(u.Servers, s)
+	}
+}
+
+func (b *builder) weight(a routes.Arg, dst *int) bool {
+	w, err := routes.ParseInt(a.Value)
+	switch {
+	case err != nil:
+		b.errorf(a.Pos, "weight: %v", err)
+	case w < 0 || w > maxWeight:
+		b.errorf(a.Pos, "weight: %d is out of range (expected 0 to %d)", w, maxWeight)
+	default:
+		*dst = w
+		return true
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package conf
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgeway/edgeway/routes"
+)
+
+// The value helpers read a directive's first argument, report a problem at
+// its position (naming the directive) and return ok=false on error.
+
+func (b *builder) duration(d *routes.Directive, positive bool) (time.Duration, bool) {
+	a := d.Args[0]
+	v, err := routes.ParseDuration(a.Value)
+	if err != nil {
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+		return 0, false
+	}
+	if positive && v == 0 {
+		b.errorf(a.Pos, "%s: must be more than 0", d.Name)
+		return 0, false
+	}
+	return v, true
+}
+
+func (b *builder) setDuration(d *routes.Directive, dst *time.Duration) {
+	if v, ok := b.duration(d, true); ok {
+		*dst = v
+	}
+}
+
+// setInt reads a whole number of at least lo into dst.
+func (b *builder) setInt(d *routes.Directive, lo int, dst *int) {
+	a := d.Args[0]
+	v, err := routes.ParseInt(a.Value)
+	switch {
+	case err != nil:
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+	case v < lo:
+		b.errorf(a.Pos, "%s: must be at least %d, got %d", d.Name, lo, v)
+	default:
+		*dst = v
+	}
+}
+
+func (b *builder) setSwitch(d *routes.Directive, dst *bool) {
+	a := d.Args[0]
+	v, err := routes.ParseSwitch(a.Value)
+	if err != nil {
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+		return
+	}
+	*dst = v
+}
+
+// oneOf reads a value from a closed set.
+func (b *builder) oneOf(a routes.Arg, what string, set []string) (string, bool) {
+	for _, s := range set {
+		if a.Value == s {
+			return s, true
+		}
+	}
+	b.errorf(a.Pos, "unknown %s %q (expected %s)", what, a.Value, strings.Join(set, ", "))
+	return "", false
+}
+
+// name reads the name of a block (listener, upstream, route) and declares
+// it in its namespace. Names appear in logs, metrics and the admin API.
+func (b *builder) name(d *routes.Directive, ns string) string {
+	a := d.Args[0]
+	if !validName(a.Value) {
+		b.errorf(a.Pos, "invalid %s name %q (use letters, digits, '_', '-' and '.')", ns, a.Value)
+		return a.Value
+	}
+	b.declare(ns, a.Value, a.Pos)
+	return a.Value
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAddr validates host:port. A listen address may leave the host out
+// (every address) and use port 0 (any free port, for tests); a server
+// address needs a host and a port from 1 to 65535.
+func checkAddr(s string, listen bool) error {
+	host, port, err := net.SplitHostPort(s)
+	lo := 1
+	if listen {
+		lo = 0
+	}
+	n, perr := strconv.Atoi(port)
+	switch {
+	case err != nil || perr != nil || n < lo || n > 65535 || port[0] == '+':
+		return fmt.Errorf("invalid address %q (expected host:port with a port from %d to 65535)", s, lo)
+	case host == "" && !listen:
+		return fmt.Errorf("invalid address %q (expected a host before the port)", s)
+	case host != "" && !validHost(host):
+		return fmt.Errorf("invalid host %q in address %q (expected an IP address or a host name)", host, s)
+	}
+	return nil
+}
+
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// parsePrefix reads a CIDR or a single IP address (a /32 or /128).
+func parsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if ip, err := netip.ParseAddr(s); err == nil && ip.Zone() == "" {
+		return netip.PrefixFrom(ip, ip.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("invalid trusted proxy %q (expected an IP address or a CIDR such as 10.0.0.0/8)", s)
+}

@@ -1,0 +1,142 @@
+package routes
+
+// BlockKind names a place where directives appear: the top level of a file
+// or the inside of a block.
+type BlockKind string
+
+// The places directives appear.
+const (
+	MainBlock      BlockKind = "main file"
+	RouteFileBlock BlockKind = "route file"
+	ListenBlock    BlockKind = "listen block"
+	AdminBlock     BlockKind = "admin block"
+	LogBlock       BlockKind = "log block"
+	UpstreamBlock  BlockKind = "upstream block"
+	RouteBlock     BlockKind = "route block"
+	TCPRouteBlock  BlockKind = "tcp route block"
+)
+
+// Spec describes one directive: its arguments and where it may appear.
+type Spec struct {
+	Name  string
+	Usage string // the arguments, for messages: "ADDR [weight N]"
+	// Min and Max bound the number of arguments; Max < 0 means any number.
+	Min, Max int
+	// Block is the kind of block the directive opens; "" when it has none.
+	Block BlockKind
+	// MainOnly directives are refused in route files.
+	MainOnly bool
+	// Repeat allows the directive more than once in one block.
+	Repeat bool
+	// take returns how many of args belong to this directive when several
+	// directives share a line; nil means up to Max.
+	take func(args []Arg) int
+}
+
+// vocabulary is the language: for every place, the directives allowed
+// there, in the order error messages list them.
+var vocabulary = map[BlockKind][]Spec{
+	MainBlock: {
+		{Name: "listen", Usage: "NAME", Min: 1, Max: 1, Block: ListenBlock, MainOnly: true, Repeat: true},
+		{Name: "admin", Block: AdminBlock, MainOnly: true},
+		{Name: "log", Block: LogBlock, MainOnly: true},
+		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
+		{Name: "include", Usage: "GLOB", Min: 1, Max: 1, MainOnly: true, Repeat: true},
+		{Name: "upstream", Usage: "NAME", Min: 1, Max: 1, Block: UpstreamBlock, Repeat: true},
+		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
+		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
+	},
+	ListenBlock: {
+		{Name: "addr", Usage: "ADDR", Min: 1, Max: 1},
+		{Name: "protocols", Usage: "PROTOCOL...", Min: 1, Max: -1},
+		{Name: "read_header_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "max_header_bytes", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "max_conns", Usage: "N", Min: 1, Max: 1},
+		{Name: "backlog", Usage: "N", Min: 1, Max: 1},
+		{Name: "reuseport", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "nodelay", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "trusted_proxies", Usage: "CIDR...", Min: 1, Max: -1, Repeat: true},
+		{Name: "not_found_body", Usage: "TEXT", Min: 1, Max: 1},
+		{Name: "normalize", Usage: "on|off", Min: 1, Max: 1},
+	},
+	AdminBlock: {
+		{Name: "listen", Usage: "ADDR", Min: 1, Max: 1},
+		{Name: "token_file", Usage: "PATH", Min: 1, Max: 1},
+	},
+	LogBlock: {
+		{Name: "access", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "format", Usage: "json|text", Min: 1, Max: 1},
+		{Name: "output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
+		{Name: "level", Usage: "debug|info|warn|error", Min: 1, Max: 1},
+	},
+	UpstreamBlock: {
+		{Name: "server", Usage: "ADDR [weight N]", Min: 1, Max: 3, Repeat: true, take: takeServer},
+		{Name: "connect_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "max_idle_conns", Usage: "N", Min: 1, Max: 1},
+	},
+	RouteBlock: append(routeCommon(),
+		Spec{Name: "strip_prefix", Usage: "PREFIX", Min: 1, Max: 1, Repeat: true},
+		Spec{Name: "add_prefix", Usage: "PREFIX", Min: 1, Max: 1, Repeat: true},
+		Spec{Name: "set_header", Usage: "NAME VALUE", Min: 2, Max: 2, Repeat: true},
+		Spec{Name: "remove_header", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
+		Spec{Name: "set_response_header", Usage: "NAME VALUE", Min: 2, Max: 2, Repeat: true},
+		Spec{Name: "remove_response_header", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
+		Spec{Name: "redirect", Usage: "CODE TARGET", Min: 2, Max: 2},
+		Spec{Name: "respond", Usage: "CODE [BODY]", Min: 1, Max: 2},
+	),
+	TCPRouteBlock: routeCommon(),
+}
+
+func init() {
+	// A route file holds what a main file holds, less the main-only part.
+	for _, s := range vocabulary[MainBlock] {
+		if !s.MainOnly {
+			vocabulary[RouteFileBlock] = append(vocabulary[RouteFileBlock], s)
+		}
+	}
+}
+
+func routeCommon() []Spec {
+	return []Spec{
+		{Name: "match", Usage: "EXPR", Min: 1, Max: 1},
+		{Name: "to", Usage: "UPSTREAM", Min: 1, Max: 1},
+		{Name: "priority", Usage: "N", Min: 1, Max: 1},
+		{Name: "listeners", Usage: "NAME...", Min: 1, Max: -1},
+	}
+}
+
+// takeServer: `server ADDR` or `server ADDR weight N`.
+func takeServer(args []Arg) int {
+	if len(args) >= 2 && args[1].Kind == Word && args[1].Value == "weight" {
+		return 3
+	}
+	return 1
+}
+
+// Vocabulary returns the directives allowed in a place, in table order.
+func Vocabulary(kind BlockKind) []Spec {
+	return append([]Spec(nil), vocabulary[kind]...)
+}
+
+// BlockKinds lists every place, for tests that walk the whole vocabulary.
+func BlockKinds() []BlockKind {
+	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, UpstreamBlock, RouteBlock, TCPRouteBlock}
+}
+
+func lookup(kind BlockKind, name string) (Spec, bool) {
+	for _, s := range vocabulary[kind] {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// mainOnly reports whether name is a main-file directive.
+func mainOnly(name string) bool {
+	s, ok := lookup(MainBlock, name)
+	return ok && s.MainOnly
+}
