@@ -1,0 +1,198 @@
+package listeners
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeway/edgeway/conf"
+)
+
+func okHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Proto, r.URL.Path)
+	})
+}
+
+func TestH2CPriorKnowledge(t *testing.T) {
+	t.Parallel()
+	s := start(t, testConfig(), okHandler())
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	defer tr.CloseIdleConnections()
+	res, err := (&http.Client{Transport: tr, Timeout: ioTimeout}).Get("http://" + s.Addr().String() + "/h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(res); got != "HTTP/2.0 /h2" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestProtocolsHTTP1Only(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.Protocols = []string{"http1"}
+	s := start(t, cfg, okHandler())
+	out, closed := exchange(t, s, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	if !closed || !strings.HasPrefix(out, "HTTP/1.1 ") {
+		t.Fatalf("closed=%v %q", closed, out)
+	}
+	if _, err := Listen(conf2("h3"), okHandler(), nil); err == nil {
+		t.Fatal("Listen accepted protocol h3")
+	}
+}
+
+func TestHeaderTooLarge(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.MaxHeaderBytes = 1 << 10
+	s := start(t, cfg, okHandler())
+	raw := "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 16<<10) + "\r\n\r\n"
+	out, closed := exchange(t, s, raw)
+	res := readResponses(t, out)
+	if !closed || len(res) != 1 || res[0].StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("closed=%v %q", closed, out)
+	}
+}
+
+func TestReadHeaderTimeout(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.ReadHeaderTimeout = 200 * time.Millisecond
+	s := start(t, cfg, okHandler())
+	c := dial(t, s)
+	begin := time.Now()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n") // and never the end
+	n, err := c.Read(make([]byte, 1))
+	if n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("read %d, %v; want EOF", n, err)
+	}
+	if d := time.Since(begin); d < 150*time.Millisecond {
+		t.Fatalf("closed after %v", d)
+	}
+}
+
+func TestMaxConns(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.MaxConns = 1
+	s := start(t, cfg, okHandler())
+	get := func(c net.Conn) error {
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		buf := make([]byte, 512)
+		_, err := c.Read(buf)
+		return err
+	}
+	first, second := dial(t, s), dial(t, s)
+	if err := get(first); err != nil {
+		t.Fatal(err)
+	}
+	// The second connection sits in the backlog while the first is open.
+	second.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	var ne net.Error
+	if err := get(second); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("second connection served while the first is open: %v", err)
+	}
+	first.Close()
+	second.SetReadDeadline(time.Now().Add(ioTimeout))
+	buf := make([]byte, 512)
+	if n, err := second.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+		t.Fatalf("second connection: %q, %v", buf[:n], err)
+	}
+}
+
+func TestShutdownGraceful(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	s, served := serveBare(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "done")
+	}))
+	c := dial(t, s)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-entered
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	waitFor(t, "listener closed", func() bool {
+		nc, err := net.Dial("tcp", s.Addr().String())
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
+	})
+	close(release)
+	out, _ := io.ReadAll(c)
+	if res := readResponses(t, string(out)); len(res) != 1 || body(res[0]) != "done" {
+		t.Fatalf("in-flight request: %q", out)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+func TestShutdownForced(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 2)
+	s, served := serveBare(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hijack" {
+			nc, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = nc // held open: a tunnel
+			entered <- struct{}{}
+			return
+		}
+		entered <- struct{}{}
+		<-r.Context().Done()
+	}))
+	busy, tunnel := dial(t, s), dial(t, s)
+	io.WriteString(busy, "GET /busy HTTP/1.1\r\nHost: a\r\n\r\n")
+	io.WriteString(tunnel, "GET /hijack HTTP/1.1\r\nHost: a\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n")
+	<-entered
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v, want deadline exceeded", err)
+	}
+	for name, c := range map[string]net.Conn{"busy": busy, "hijacked": tunnel} {
+		if _, err := io.ReadAll(c); err != nil {
+			t.Errorf("%s connection not closed: %v", name, err)
+		}
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// serveBare serves h without the cleanup shutdown of start.
+func serveBare(t *testing.T, h http.Handler) (*Server, chan error) {
+	t.Helper()
+	s, err := Listen(testConfig(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	return s, served
+}
+
+func conf2(proto string) (c conf.Listener) {
+	c = testConfig()
+	c.Protocols = []string{proto}
+	return c
+}

@@ -1,0 +1,112 @@
+package listeners
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// guardUpgrades enforces the Upgrade contract with the framing guard: after
+// the head of an HTTP/1 request with an Upgrade header or method CONNECT the
+// guard stops parsing, so such a connection must be hijacked (a tunnel) or
+// closed after the response. Any final response other than 101 therefore
+// carries "Connection: close". An "Upgrade: h2c" request is never tunneled
+// (RFC 9113 §3.1 removed that upgrade): its upgrade fields are removed and it
+// is served as plain HTTP/1.1, then the connection closes.
+func guardUpgrades(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 1 || (r.Method != http.MethodConnect && len(r.Header["Upgrade"]) == 0) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if hasToken(r.Header["Upgrade"], "h2c") {
+			stripH2CUpgrade(r.Header)
+		}
+		cw := &closeWriter{ResponseWriter: w}
+		h.ServeHTTP(cw, r)
+		if !cw.decided {
+			// Nothing written: Go sends an implicit 200 (or nothing if
+			// the handler hijacked through Unwrap).
+			w.Header().Set("Connection", "close")
+		}
+	})
+}
+
+// closeWriter adds "Connection: close" to a final response other than 101.
+// Hijack and Flush stay reachable directly and through Unwrap (used by
+// http.ResponseController and httputil.ReverseProxy).
+type closeWriter struct {
+	http.ResponseWriter
+	decided bool // a final status was written or the connection hijacked
+}
+
+// WriteHeader adds "Connection: close" unless code is informational.
+func (w *closeWriter) WriteHeader(code int) {
+	if !w.decided && (code == http.StatusSwitchingProtocols || code >= 200) {
+		w.decided = true
+		if code != http.StatusSwitchingProtocols {
+			w.Header().Set("Connection", "close")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeWriter) Write(b []byte) (int, error) {
+	if !w.decided {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// FlushError flushes the response, writing a 200 head if none was.
+func (w *closeWriter) FlushError() error {
+	if !w.decided {
+		w.WriteHeader(http.StatusOK)
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Flush is FlushError for http.Flusher users.
+func (w *closeWriter) Flush() { w.FlushError() }
+
+// Hijack hands the connection to the handler (a tunnel).
+func (w *closeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.decided = true
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap returns the server's ResponseWriter.
+func (w *closeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// hasToken reports whether a comma-separated list in vals holds tok.
+func hasToken(vals []string, tok string) bool {
+	for _, v := range vals {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), tok) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stripH2CUpgrade removes the h2c upgrade request (RFC 7540 §3.2): the
+// Upgrade and HTTP2-Settings fields and their Connection options.
+func stripH2CUpgrade(h http.Header) {
+	h.Del("Upgrade")
+	h.Del("Http2-Settings")
+	var keep []string
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			f = strings.TrimSpace(f)
+			if f != "" && !strings.EqualFold(f, "upgrade") && !strings.EqualFold(f, "http2-settings") {
+				keep = append(keep, f)
+			}
+		}
+	}
+	h.Del("Connection")
+	if len(keep) > 0 {
+		h.Set("Connection", strings.Join(keep, ", "))
+	}
+}
