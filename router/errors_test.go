@@ -1,0 +1,201 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgeway/edgeway/conf"
+)
+
+// logSink records log records for assertions.
+type logSink struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, r.Clone())
+	return nil
+}
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *logSink) WithGroup(string) slog.Handler      { return s }
+
+// find returns the attributes of the first record with msg, as strings.
+func (s *logSink) find(msg string) (map[string]string, slog.Level, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recs {
+		if r.Message != msg {
+			continue
+		}
+		m := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+		return m, r.Level, true
+	}
+	return nil, 0, false
+}
+
+// rawServer accepts connections and hands each to fn.
+func rawServer(t testing.TB, fn func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go fn(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func closedAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	ln.Close()
+	return a
+}
+
+// hang is an upstream that reads the request and never answers until the
+// test ends.
+func hang(t testing.TB) string {
+	a, _ := hangSignal(t)
+	return a
+}
+
+// hangSignal is hang that also says when a request arrived.
+func hangSignal(t testing.TB) (string, <-chan struct{}) {
+	done, got := make(chan struct{}), make(chan struct{}, 16)
+	t.Cleanup(func() { close(done) })
+	return rawServer(t, func(c net.Conn) {
+		defer c.Close()
+		http.ReadRequest(bufio.NewReader(c))
+		got <- struct{}{}
+		<-done
+	}), got
+}
+
+func TestUpstreamErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc   string
+		addr   func(t testing.TB) string
+		tune   func(*conf.Upstream)
+		status int
+	}{
+		{desc: "connection refused", addr: closedAddr, status: 502},
+		{desc: "bad response", addr: func(t testing.TB) string {
+			return rawServer(t, func(c net.Conn) { io.WriteString(c, "HELLO\r\n\r\n"); c.Close() })
+		}, status: 502},
+		{desc: "closed without answer", addr: func(t testing.TB) string {
+			return rawServer(t, func(c net.Conn) { http.ReadRequest(bufio.NewReader(c)); c.Close() })
+		}, status: 502},
+		{desc: "response header timeout", addr: hang, tune: func(u *conf.Upstream) { u.ResponseTimeout = 100 * time.Millisecond }, status: 504},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			status, body, log := errorThrough(t, tc.addr(t), tc.tune)
+			if status != tc.status || body != http.StatusText(tc.status)+"\n" {
+				t.Errorf("got %d %q, want %d with status text only", status, body, tc.status)
+			}
+			attrs, level, ok := log.find("upstream request failed")
+			if !ok || level != slog.LevelWarn || attrs["route"] != "all" || attrs["server"] == "" || attrs["error"] == "" {
+				t.Errorf("error log = %v %v %v, want Warn with route, server and error", attrs, level, ok)
+			}
+		})
+	}
+}
+
+// errorThrough sends one GET through a router whose upstream is at addr.
+func errorThrough(t testing.TB, addr string, tune func(*conf.Upstream)) (int, string, *logSink) {
+	t.Helper()
+	u := testUpstream("u", []string{addr})
+	if tune != nil {
+		tune(&u)
+	}
+	sink := &logSink{}
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{u},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
+	}
+	_, fe := front(t, cfg, Options{Log: slog.New(sink)})
+	resp, body := do(t, nil, newReq(t, "GET", fe.URL+"/"))
+	return resp.StatusCode, body, sink
+}
+
+func TestClientGone(t *testing.T) {
+	t.Parallel()
+	sink, access := &logSink{}, &logSink{}
+	upAddr, arrived := hangSignal(t)
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("u", []string{upAddr})},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
+	}
+	_, fe := front(t, cfg, Options{Log: slog.New(sink), AccessLog: slog.New(access)})
+	ctx, cancel := context.WithCancel(context.Background())
+	req := newReq(t, "GET", fe.URL+"/").WithContext(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := http.DefaultClient.Do(req); errc <- err }()
+	<-arrived
+	cancel()
+	<-errc
+	waitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
+	attrs, _, _ := access.find("request")
+	if attrs["status"] != "499" {
+		t.Errorf("access log status = %q, want 499", attrs["status"])
+	}
+	if _, level, ok := sink.find("upstream request failed"); !ok || level != slog.LevelDebug {
+		t.Errorf("client abort logged at %v (found %v), want Debug", level, ok)
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	t.Parallel()
+	access := &logSink{}
+	a := backend(t, "a")
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(a)})},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "a")},
+	}
+	_, fe := front(t, cfg, Options{AccessLog: slog.New(access)})
+	req := newReq(t, "POST", fe.URL+"/p?q=1", "Host", "h.example")
+	req.Body = io.NopCloser(strings.NewReader("12345"))
+	req.ContentLength = 5
+	do(t, nil, req)
+	waitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
+	got, _, _ := access.find("request")
+	want := map[string]string{"method": "POST", "host": "h.example", "path": "/p", "status": "200",
+		"bytes_in": "5", "bytes_out": "1", "route": "all", "upstream": "a", "server": addr(a)}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if got["client"] == "" || got["duration"] == "" {
+		t.Errorf("client or duration missing: %v", got)
+	}
+}

@@ -1,0 +1,172 @@
+package router
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Idle timeout while streaming (conf.Upstream.IdleTimeout).
+//
+// A watchdog per exchange is armed while a body is moving: the request body
+// from the first byte until EOF (phaseUpload), the response body from its
+// headers until EOF or close (phaseDownload). Every successful Read only
+// stores a timestamp; the timer fires at most once per IdleTimeout, re-arms
+// itself for the remaining time when there was progress, and otherwise
+// cancels the outbound request's context with a cause. The transport then
+// closes the upstream connection, which ends a stalled response body (the
+// client connection is aborted) or the round trip (408 for a stalled
+// request body, 504 otherwise). For a stalled request body it also sets the
+// client connection's read deadline, because the transport's write loop is
+// blocked reading it. When both bodies move at once, progress on either
+// keeps the exchange alive. Upgraded (101) connections are not watched.
+
+const (
+	phaseUpload = 1 << iota
+	phaseDownload
+)
+
+var epoch = time.Now()
+
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+type watchdog struct {
+	last atomic.Int64 // monotonic ns of the last progress
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	g      uint64 // generation: a body of an earlier request cannot arm or disarm
+	idle   time.Duration
+	phases int
+	cancel context.CancelCauseFunc
+	w      http.ResponseWriter // client writer, for SetReadDeadline
+}
+
+func (d *watchdog) init() {
+	d.timer = time.AfterFunc(time.Hour, d.fire)
+	d.timer.Stop()
+}
+
+// start attaches the watchdog to a new outbound request and returns its
+// generation.
+func (d *watchdog) start(w http.ResponseWriter, cancel context.CancelCauseFunc, idle time.Duration) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.g++
+	d.w, d.cancel, d.idle, d.phases = w, cancel, idle, 0
+	return d.g
+}
+
+func (d *watchdog) gen() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.g
+}
+
+// stop detaches the watchdog from its request.
+func (d *watchdog) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.g++
+	d.w, d.cancel, d.phases = nil, nil, 0
+	d.timer.Stop()
+}
+
+func (d *watchdog) touch() { d.last.Store(monotonic()) }
+
+func (d *watchdog) arm(g uint64, phase int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g != d.g || d.idle <= 0 || d.cancel == nil {
+		return
+	}
+	d.touch()
+	if d.phases == 0 {
+		d.timer.Reset(d.idle)
+	}
+	d.phases |= phase
+}
+
+func (d *watchdog) disarm(g uint64, phase int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g != d.g || d.phases&phase == 0 {
+		return
+	}
+	d.phases &^= phase
+	if d.phases == 0 {
+		d.timer.Stop()
+	}
+}
+
+func (d *watchdog) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.phases == 0 || d.cancel == nil {
+		return
+	}
+	if quiet := time.Duration(monotonic() - d.last.Load()); quiet < d.idle {
+		d.timer.Reset(d.idle - quiet)
+		return
+	}
+	if d.phases&phaseUpload != 0 {
+		d.cancel(errClientIdle)
+		_ = http.NewResponseController(d.w).SetReadDeadline(time.Now())
+	} else {
+		d.cancel(errUpstreamIdle)
+	}
+	d.phases = 0
+}
+
+// bodyTap wraps the client's request body: it counts bytes and feeds the
+// watchdog. It is allocated per request because the transport may still
+// read it after the handler returned; its watchdog calls carry a generation
+// so such a late read cannot disturb the next request.
+type bodyTap struct {
+	rc  io.ReadCloser
+	n   atomic.Int64
+	wd  *watchdog
+	gen uint64
+}
+
+func (t *bodyTap) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		t.n.Add(int64(n))
+		t.wd.touch()
+	}
+	if err != nil {
+		t.wd.disarm(t.gen, phaseUpload)
+	}
+	return n, err
+}
+
+func (t *bodyTap) Close() error { return t.rc.Close() }
+
+// respBody wraps the upstream's response body to feed the watchdog. It
+// lives in the pooled exchange: ReverseProxy is done with it when
+// ServeHTTP returns.
+type respBody struct {
+	rc  io.ReadCloser
+	wd  *watchdog
+	gen uint64
+}
+
+func (b *respBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.wd.touch()
+	}
+	if err != nil {
+		b.wd.disarm(b.gen, phaseDownload)
+	}
+	return n, err
+}
+
+func (b *respBody) Close() error {
+	b.wd.disarm(b.gen, phaseDownload)
+	return b.rc.Close()
+}

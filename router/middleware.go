@@ -1,0 +1,192 @@
+package router
+
+import (
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+
+	"github.com/edgeway/edgeway/conf"
+)
+
+// chain is a route's middlewares, compiled at load time into plain data so
+// that a request only runs loops over small slices.
+//
+// Order: path operations run in the order written, as do request header
+// operations (after the forwarding headers are set, so remove_header can
+// drop X-Forwarded-For). Response header operations apply to every
+// response of the route: proxied ones and respond/redirect answers. The
+// first respond or redirect ends the chain; middlewares written after it
+// cannot take effect and are ignored.
+type chain struct {
+	path       []pathOp
+	reqHeader  []headerOp
+	respHeader []headerOp
+	answer     *answer
+}
+
+// pathOp is strip_prefix or add_prefix, applied to the escaped path that is
+// forwarded upstream; the prefix is compared and added as written.
+type pathOp struct {
+	strip  bool
+	prefix string
+}
+
+// headerOp sets (values non-nil) or removes one header.
+type headerOp struct {
+	name   string
+	values []string // shared, cap-limited so an append copies
+}
+
+func compileChain(mws []conf.Middleware) (chain, error) {
+	var c chain
+	for _, m := range mws {
+		if c.answer != nil {
+			break
+		}
+		if err := c.add(m); err != nil {
+			return chain{}, fmt.Errorf("%s: %w", m.Kind, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *chain) add(m conf.Middleware) error {
+	name := textproto.CanonicalMIMEHeaderKey(m.Name)
+	switch m.Kind {
+	case conf.StripPrefix:
+		c.path = append(c.path, pathOp{strip: true, prefix: m.Arg})
+	case conf.AddPrefix:
+		c.path = append(c.path, pathOp{prefix: "/" + strings.Trim(m.Arg, "/")})
+	case conf.SetRequestHeader:
+		c.reqHeader = append(c.reqHeader, headerOp{name: name, values: []string{m.Arg}[:1:1]})
+	case conf.RemoveRequestHeader:
+		c.reqHeader = append(c.reqHeader, headerOp{name: name})
+	case conf.SetResponseHeader:
+		c.respHeader = append(c.respHeader, headerOp{name: name, values: []string{m.Arg}[:1:1]})
+	case conf.RemoveResponseHeader:
+		c.respHeader = append(c.respHeader, headerOp{name: name})
+	case conf.Respond:
+		c.answer = newRespond(m.Code, m.Arg)
+	case conf.Redirect:
+		a, err := newRedirect(m.Code, m.Arg)
+		if err != nil {
+			return err
+		}
+		c.answer = a
+	default:
+		return fmt.Errorf("unknown middleware")
+	}
+	return nil
+}
+
+// rewritePath applies the path operations to an escaped path. It allocates
+// only when a prefix is added or a leading slash must be restored.
+func (c *chain) rewritePath(p string) string {
+	for _, op := range c.path {
+		switch {
+		case !op.strip:
+			if op.prefix != "/" {
+				p = op.prefix + p
+			}
+		case op.prefix != "" && strings.HasPrefix(p, op.prefix):
+			p = p[len(op.prefix):]
+			if p == "" || p[0] != '/' {
+				p = "/" + p
+			}
+		}
+	}
+	return p
+}
+
+func applyHeaders(h http.Header, ops []headerOp) {
+	for _, op := range ops {
+		if op.values == nil {
+			delete(h, op.name)
+		} else {
+			h[op.name] = op.values
+		}
+	}
+}
+
+// answer is a respond or redirect: the route answers without an upstream.
+type answer struct {
+	code   int
+	body   []byte   // respond
+	length []string // Content-Length of body
+	target []part   // redirect; nil for respond
+	query  bool     // target uses $query
+}
+
+// part is a literal piece of a redirect target or a variable.
+type part struct {
+	lit string
+	v   byte // 0: literal, 'p': $path, 'q': $query
+}
+
+func newRespond(code int, body string) *answer {
+	if code == 0 {
+		code = http.StatusOK
+	}
+	return &answer{code: code, body: []byte(body), length: []string{strconv.Itoa(len(body))}}
+}
+
+// newRedirect compiles a redirect target. $path is the request path (as
+// received, after normalisation, before strip/add prefix) and $query the raw
+// query without '?'. When the target does not use $query and the request has
+// a query, "?query" is appended ("&query" when the target already has a '?'),
+// so a redirect never loses the query by accident.
+func newRedirect(code int, target string) (*answer, error) {
+	if code == 0 {
+		code = http.StatusFound
+	}
+	if code < 300 || code > 399 {
+		return nil, fmt.Errorf("status %d is not a redirect", code)
+	}
+	a := &answer{code: code}
+	for target != "" {
+		i := strings.IndexByte(target, '$')
+		switch {
+		case i < 0:
+			a.target = append(a.target, part{lit: target})
+			target = ""
+		case strings.HasPrefix(target[i:], "$path"):
+			a.target = append(a.target, part{lit: target[:i]}, part{v: 'p'})
+			target = target[i+len("$path"):]
+		case strings.HasPrefix(target[i:], "$query"):
+			a.target = append(a.target, part{lit: target[:i]}, part{v: 'q'})
+			a.query = true
+			target = target[i+len("$query"):]
+		default:
+			a.target = append(a.target, part{lit: target[:i+1]})
+			target = target[i+1:]
+		}
+	}
+	return a, nil
+}
+
+// location expands a redirect target into buf.
+func (a *answer) location(buf []byte, path, query string) []byte {
+	qmark := false
+	for _, p := range a.target {
+		switch p.v {
+		case 'p':
+			buf = append(buf, path...)
+		case 'q':
+			buf = append(buf, query...)
+		default:
+			buf = append(buf, p.lit...)
+			qmark = qmark || strings.IndexByte(p.lit, '?') >= 0
+		}
+	}
+	if !a.query && query != "" {
+		if qmark {
+			buf = append(buf, '&')
+		} else {
+			buf = append(buf, '?')
+		}
+		buf = append(buf, query...)
+	}
+	return buf
+}

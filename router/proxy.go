@@ -1,0 +1,189 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/edgeway/edgeway/upstream"
+)
+
+// forward proxies the request to a server of the route's pool.
+//
+// Streaming: FlushInterval is -1, so every chunk read from the upstream is
+// flushed to the client at once; a streamed body is never held back by a
+// buffer, at the cost of one flush per 32 KiB copy step on bulk transfers.
+func (x *exchange) forward() {
+	pool := x.rt.pool
+	s, err := pool.Pick()
+	if err != nil {
+		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "no upstream server",
+			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream), slog.Any("error", err))
+		x.plainError(http.StatusServiceUnavailable)
+		return
+	}
+	x.server = s
+	cfg := pool.Config()
+	ctx, cancel := context.WithCancelCause(x.in.Context())
+	x.octx, x.cancel = ctx, cancel
+	gen := x.wd.start(x.w.w, cancel, cfg.IdleTimeout)
+	req := x.in.WithContext(ctx)
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
+		x.tap = &bodyTap{rc: req.Body, wd: &x.wd, gen: gen}
+		req.Body = x.tap
+		x.wd.arm(gen, phaseUpload)
+	}
+	x.proxy.Transport = pool.Transport()
+	x.proxy.ServeHTTP(&x.w, req)
+}
+
+// end reports the outcome to the server and releases the request's timer
+// and context. It runs in finish, after ServeHTTP returned or panicked.
+func (x *exchange) end() {
+	x.wd.stop()
+	if x.cancel != nil {
+		x.cancel(nil)
+	}
+	if x.server != nil {
+		x.server.Done(x.outcome)
+	}
+}
+
+// aborted records why ReverseProxy aborted the response mid-body.
+func (x *exchange) aborted(p any) {
+	if x.in.Context().Err() != nil {
+		x.outcome = upstream.Abandoned
+		return
+	}
+	x.outcome = upstream.Failure
+	if x.rt != nil && x.server != nil {
+		var cause error = errors.New("response body copy failed")
+		if x.octx != nil && context.Cause(x.octx) != nil {
+			cause = context.Cause(x.octx)
+		}
+		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream response aborted",
+			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+			slog.String("server", x.server.Addr), slog.Any("error", cause), slog.Any("panic", p))
+	}
+}
+
+// rewrite builds the outbound request. ReverseProxy has already removed
+// hop-by-hop headers (RFC 9110 §7.6.1, including those named by
+// Connection) and the incoming forwarding headers.
+func (x *exchange) rewrite(pr *httputil.ProxyRequest) {
+	out := pr.Out
+	out.URL.Scheme, out.URL.Host = "http", x.server.Addr
+	if x.path != x.origPath {
+		setEscapedPath(out.URL, x.path)
+	}
+	if x.query != pr.In.URL.RawQuery {
+		out.URL.RawQuery = x.query
+	}
+	// Request trailers arrive when the body ends: share the inbound map,
+	// which the server fills in then, instead of Clone's empty copy.
+	out.Trailer = pr.In.Trailer
+	x.setForwarded(out.Header, pr.In)
+	applyHeaders(out.Header, x.rt.chain.reqHeader)
+}
+
+// setEscapedPath sets u's Path and RawPath consistently from an escaped
+// path.
+func setEscapedPath(u *url.URL, esc string) {
+	if strings.IndexByte(esc, '%') < 0 {
+		u.Path, u.RawPath = esc, ""
+		return
+	}
+	p, err := url.PathUnescape(esc)
+	if err != nil {
+		p = esc
+	}
+	u.Path, u.RawPath = p, esc
+}
+
+func (x *exchange) modifyResponse(resp *http.Response) error {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The tunnel is ReverseProxy's from here; its body is the raw
+		// backend connection and must stay unwrapped.
+		x.status = http.StatusSwitchingProtocols
+		return nil
+	}
+	applyHeaders(resp.Header, x.rt.chain.respHeader)
+	if resp.Body != nil && resp.Body != http.NoBody {
+		x.body = respBody{rc: resp.Body, wd: &x.wd, gen: x.wd.gen()}
+		resp.Body = &x.body
+		x.wd.arm(x.body.gen, phaseDownload)
+	}
+	return nil
+}
+
+var (
+	errClientIdle   = errors.New("request body idle timeout")
+	errUpstreamIdle = errors.New("response body idle timeout")
+)
+
+// proxyError answers a failed exchange: 502 when the server could not be
+// reached or answered badly, 504 on a connect, response-header or idle
+// timeout, 408 when the client stalled its body. The client only sees the
+// status text; the cause goes to the error log. A client that went away
+// gets nothing and is logged at Debug with status 499.
+func (x *exchange) proxyError(w http.ResponseWriter, req *http.Request, err error) {
+	code, outcome := classify(x.in.Context(), req.Context(), err)
+	x.outcome = outcome
+	level := slog.LevelWarn
+	if code == statusClientClosed {
+		level = slog.LevelDebug
+		x.status = code
+	}
+	x.r.log.LogAttrs(context.Background(), level, "upstream request failed",
+		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+		slog.String("server", x.server.Addr), slog.Int("status", code), slog.Any("error", err))
+	if code != statusClientClosed {
+		http.Error(w, http.StatusText(code), code)
+	}
+}
+
+func classify(in, out context.Context, err error) (int, upstream.Outcome) {
+	// The idle causes come first: the read deadline that ends a stalled
+	// request body also makes the server cancel the inbound context.
+	switch context.Cause(out) {
+	case errClientIdle:
+		return http.StatusRequestTimeout, upstream.Abandoned
+	case errUpstreamIdle:
+		return http.StatusGatewayTimeout, upstream.Failure
+	}
+	if in.Err() != nil {
+		return statusClientClosed, upstream.Abandoned
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return http.StatusGatewayTimeout, upstream.Failure
+	}
+	return http.StatusBadGateway, upstream.Failure
+}
+
+// bufferPool lends ReverseProxy 32 KiB copy buffers. Pointers to arrays go
+// into the sync.Pool so that Put does not allocate.
+type bufferPool struct{ p sync.Pool }
+
+const bufSize = 32 << 10
+
+var buffers = &bufferPool{}
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[bufSize]byte); ok {
+		return v[:]
+	}
+	return new([bufSize]byte)[:]
+}
+
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) >= bufSize {
+		b.p.Put((*[bufSize]byte)(buf[:bufSize]))
+	}
+}

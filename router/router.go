@@ -1,0 +1,126 @@
+package router
+
+import (
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/upstream"
+)
+
+// Options configures a Router.
+type Options struct {
+	// Log receives proxy errors (Warn) and client aborts (Debug). Nil
+	// discards them.
+	Log *slog.Logger
+	// AccessLog receives one Info line per request. Nil turns the access
+	// log off.
+	AccessLog *slog.Logger
+}
+
+// Router serves HTTP requests from the live Snapshot. Its methods are safe
+// for concurrent use.
+type Router struct {
+	log      *slog.Logger
+	access   *slog.Logger
+	proxyLog *log.Logger // for httputil.ReverseProxy's own messages
+
+	mu   sync.Mutex // serialises Apply and Close
+	set  *upstream.Set
+	snap atomic.Pointer[Snapshot]
+
+	exchanges sync.Pool // *exchange
+}
+
+// New returns a router with an empty table: every request gets 404 until
+// Apply succeeds.
+func New(opts Options) *Router {
+	r := &Router{log: opts.Log, access: opts.AccessLog, set: upstream.NewSet()}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.proxyLog = slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)
+	r.snap.Store(&Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}})
+	r.exchanges.New = func() any { return newExchange(r) }
+	return r
+}
+
+// Apply compiles cfg and makes it the live table. The new Snapshot is built
+// completely before anything changes; if that fails the old table stays
+// live and the error is returned. Then the upstream pools are synced (kept
+// when unchanged, drained when gone) and the Snapshot is published with one
+// atomic store. Requests already running finish on the table they started
+// with.
+func (r *Router) Apply(cfg *conf.Config) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := Build(cfg)
+	if err != nil {
+		return fmt.Errorf("building routing table: %w", err)
+	}
+	s.attach(r.set.Sync(cfg.Upstreams))
+	r.snap.Store(s)
+	return nil
+}
+
+// Snapshot returns the live table.
+func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
+
+// Handler returns the handler for requests arriving on the named listener.
+// A listener the live configuration does not know answers 404.
+func (r *Router) Handler(listener string) http.Handler {
+	return &listenerHandler{r: r, name: listener}
+}
+
+// Close drains every upstream pool. Requests in flight finish; the router
+// must not be used afterwards.
+func (r *Router) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.set.Close()
+}
+
+var emptyListener = &httpListener{
+	notFound:    []byte(defaultNotFound),
+	notFoundLen: []string{"19"},
+}
+
+type listenerHandler struct {
+	r    *Router
+	name string
+}
+
+// ServeHTTP loads the live Snapshot once and serves r from it.
+func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	l := h.r.snap.Load().http[h.name]
+	if l == nil {
+		l = emptyListener
+	}
+	x := h.r.exchanges.Get().(*exchange)
+	x.begin(w, req, l)
+	defer h.r.finish(x)
+	x.serve()
+}
+
+// finish runs when a request ends, also when ReverseProxy aborts it with a
+// panic (http.ErrAbortHandler): it reports the outcome, writes the access
+// log line and recycles the exchange, then lets the panic go on.
+func (r *Router) finish(x *exchange) {
+	p := recover()
+	if p != nil {
+		x.aborted(p)
+	}
+	x.end()
+	if r.access != nil {
+		r.logAccess(x)
+	}
+	x.reset()
+	r.exchanges.Put(x)
+	if p != nil {
+		panic(p)
+	}
+}

@@ -1,0 +1,208 @@
+package router
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/routes/rule"
+	"github.com/edgeway/edgeway/upstream"
+)
+
+const defaultNotFound = "404 page not found\n"
+
+// Snapshot is one compiled routing table: per listener, the routes that
+// serve it and their middlewares. It is immutable once built and safe for
+// concurrent use.
+type Snapshot struct {
+	http map[string]*httpListener
+	tcp  map[string]*tcpListener
+}
+
+// httpListener is what a request on one listener needs, computed at load.
+type httpListener struct {
+	name        string
+	normalize   bool
+	trusted     []netip.Prefix
+	notFound    []byte
+	notFoundLen []string // Content-Length of notFound, for the header map
+	table       *rule.HTTPTable
+	routes      []*route // index = table entry index
+}
+
+type tcpListener struct {
+	table  *rule.TCPTable
+	routes []*conf.TCPRoute
+}
+
+// route is one compiled HTTP route.
+type route struct {
+	name     string
+	upstream string
+	pool     *upstream.Pool // nil in a Snapshot from Build
+	chain    chain
+}
+
+// Build compiles cfg into a Snapshot without upstream pools: it can match
+// (for `edgeway explain`) but not serve. Errors name the route or listener.
+func Build(cfg *conf.Config) (*Snapshot, error) {
+	routes, err := compileRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}}
+	for _, lc := range cfg.Listeners {
+		hl, err := buildHTTPListener(lc, cfg.Routes, routes)
+		if err != nil {
+			return nil, err
+		}
+		s.http[lc.Name] = hl
+		tl, err := buildTCPListener(lc.Name, cfg.TCPRoutes)
+		if err != nil {
+			return nil, err
+		}
+		s.tcp[lc.Name] = tl
+	}
+	return s, nil
+}
+
+func compileRoutes(cfg *conf.Config) ([]*route, error) {
+	known := make(map[string]bool, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		known[u.Name] = true
+	}
+	routes := make([]*route, len(cfg.Routes))
+	for i, rc := range cfg.Routes {
+		ch, err := compileChain(rc.Middlewares)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", rc.Name, err)
+		}
+		switch {
+		case rc.Rule == nil:
+			return nil, fmt.Errorf("route %s: no rule", rc.Name)
+		case ch.answer == nil && rc.Upstream == "":
+			return nil, fmt.Errorf("route %s: no upstream and no respond or redirect", rc.Name)
+		case ch.answer == nil && !known[rc.Upstream]:
+			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
+		}
+		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch}
+	}
+	return routes, nil
+}
+
+func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*httpListener, error) {
+	body := lc.NotFoundBody
+	if body == "" {
+		body = defaultNotFound
+	}
+	hl := &httpListener{
+		name:        lc.Name,
+		normalize:   lc.Normalize,
+		trusted:     lc.TrustedProxies,
+		notFound:    []byte(body),
+		notFoundLen: []string{strconv.Itoa(len(body))},
+	}
+	var entries []rule.Entry
+	for i, rc := range rcs {
+		if onListener(rc.Listeners, lc.Name) {
+			entries = append(entries, rule.Entry{Rule: rc.Rule, Priority: rc.Priority})
+			hl.routes = append(hl.routes, routes[i])
+		}
+	}
+	if len(entries) == 0 {
+		return hl, nil
+	}
+	t, err := rule.NewHTTPTable(entries)
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: %w", lc.Name, err)
+	}
+	hl.table = t
+	return hl, nil
+}
+
+func buildTCPListener(name string, rcs []conf.TCPRoute) (*tcpListener, error) {
+	tl := &tcpListener{}
+	var entries []rule.Entry
+	for i := range rcs {
+		if rcs[i].Rule != nil && onListener(rcs[i].Listeners, name) {
+			entries = append(entries, rule.Entry{Rule: rcs[i].Rule, Priority: rcs[i].Priority})
+			tl.routes = append(tl.routes, &rcs[i])
+		}
+	}
+	if len(entries) == 0 {
+		return tl, nil
+	}
+	t, err := rule.NewTCPTable(entries)
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: tcp routes: %w", name, err)
+	}
+	tl.table = t
+	return tl, nil
+}
+
+// onListener reports whether a route restricted to names serves listener.
+func onListener(names []string, listener string) bool {
+	return len(names) == 0 || slices.Contains(names, listener)
+}
+
+// attach gives every proxying route its pool.
+func (s *Snapshot) attach(pools map[string]*upstream.Pool) {
+	for _, hl := range s.http {
+		for _, rt := range hl.routes {
+			rt.pool = pools[rt.upstream]
+		}
+	}
+}
+
+// match returns the route serving req, or nil.
+func (l *httpListener) match(req *rule.HTTPRequest) *route {
+	if l.table == nil {
+		return nil
+	}
+	if i := l.table.Match(req); i >= 0 {
+		return l.routes[i]
+	}
+	return nil
+}
+
+// trusts reports whether peer may set forwarding headers.
+func (l *httpListener) trusts(peer netip.Addr) bool {
+	peer = peer.Unmap()
+	for _, p := range l.trusted {
+		if p.Contains(peer) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchHTTP returns the route (and its upstream, "" for a route that answers
+// itself) that serves req on listener. req must hold normalised values, as
+// the router builds them (rules-semantics.md §3).
+func (s *Snapshot) MatchHTTP(listener string, req *rule.HTTPRequest) (route, upstream string, ok bool) {
+	hl := s.http[listener]
+	if hl == nil {
+		return "", "", false
+	}
+	rt := hl.match(req)
+	if rt == nil {
+		return "", "", false
+	}
+	return rt.name, rt.upstream, true
+}
+
+// MatchTCP returns the TCP route and upstream that serve a connection with
+// hello on listener.
+func (s *Snapshot) MatchTCP(listener string, h *rule.TCPHello) (route, upstream string, ok bool) {
+	tl := s.tcp[listener]
+	if tl == nil || tl.table == nil {
+		return "", "", false
+	}
+	i := tl.table.Match(h)
+	if i < 0 {
+		return "", "", false
+	}
+	return tl.routes[i].Name, tl.routes[i].Upstream, true
+}
