@@ -139,10 +139,19 @@ func TestWebSocketTunnel(t *testing.T) {
 		if err := websocket.Message.Send(ws, msg); err != nil {
 			t.Fatal(err)
 		}
+		// The echo server writes back what each read returns, so a long
+		// message may come back in several frames.
 		var got string
 		ws.SetDeadline(time.Now().Add(10 * time.Second))
-		if err := websocket.Message.Receive(ws, &got); err != nil || got != msg {
-			t.Fatalf("echo: err %v, got %d bytes want %d", err, len(got), len(msg))
+		for len(got) < len(msg) {
+			var part string
+			if err := websocket.Message.Receive(ws, &part); err != nil {
+				t.Fatalf("echo: %v after %d bytes", err, len(got))
+			}
+			got += part
+		}
+		if got != msg {
+			t.Fatalf("echo: got %d bytes that differ from the %d sent", len(got), len(msg))
 		}
 	}
 }
