@@ -100,11 +100,12 @@ func NewHTTPTable(entries []Entry) (*HTTPTable, error) {
 }
 
 // Match returns the index in entries of the route that serves req, or -1.
-// It allocates nothing when req.Host is lower-case, as CanonicalHost makes
-// it.
+// req.Host must be canonical (CanonicalHost: lower-cased, port stripped),
+// as HTTPRequest documents: the index is keyed by lower-case hosts. Match
+// allocates nothing.
 func (ht *HTTPTable) Match(req *HTTPRequest) int {
 	var buf [maxStackLists][]int32
-	lists := ht.t.hosts.collect(lowerASCIIString(req.Host), req.Path, buf[:0])
+	lists := ht.t.hosts.collect(req.Host, req.Path, buf[:0])
 	return ht.t.match(req, lists)
 }
 
