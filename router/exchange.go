@@ -53,7 +53,7 @@ func newExchange(r *Router) *exchange {
 		ModifyResponse: x.modifyResponse,
 		ErrorHandler:   x.proxyError,
 		BufferPool:     buffers,
-		FlushInterval:  -1,
+		FlushInterval:  0, // see proxy.go: streams are flushed anyway
 		ErrorLog:       r.proxyLog,
 	}
 	x.wd.init()

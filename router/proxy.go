@@ -16,9 +16,11 @@ import (
 
 // forward proxies the request to a server of the route's pool.
 //
-// Streaming: FlushInterval is -1, so every chunk read from the upstream is
-// flushed to the client at once; a streamed body is never held back by a
-// buffer, at the cost of one flush per 32 KiB copy step on bulk transfers.
+// Streaming: FlushInterval is 0. ReverseProxy then flushes every write of a
+// response whose length is unknown (chunked, streamed) or that is
+// text/event-stream, so a stream is never held back; a response with a
+// Content-Length goes out through the server's write buffer without a flush
+// per write, which saves a write(2) per response on small answers.
 func (x *exchange) forward() {
 	pool := x.rt.pool
 	s, err := pool.Pick()

@@ -193,3 +193,33 @@ func TestWebSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallStreamedChunksFlushed checks that a response of unknown length
+// (server-sent events, long polling) reaches the client write by write, not
+// when a buffer fills.
+func TestSmallStreamedChunksFlushed(t *testing.T) {
+	t.Parallel()
+	got := make(chan struct{})
+	fe := proxyTo(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "event: 1\n\n")
+		http.NewResponseController(w).Flush()
+		if waitOrFail(got, "client receiving the first event") != nil {
+			return
+		}
+		io.WriteString(w, "event: 2\n\n")
+	}))
+	resp, err := http.Get(fe.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len("event: 1\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "event: 1\n\n" {
+		t.Fatalf("first event: %q, %v", first, err)
+	}
+	close(got)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "event: 2\n\n" {
+		t.Fatalf("second event: %q, %v", rest, err)
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,16 +18,9 @@ import (
 // cmdRun serves the configuration until SIGTERM or SIGINT; SIGHUP reloads
 // the route files.
 func cmdRun(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("c", "edgeway.conf", "main configuration `file`")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := conf.Load(*file)
-	if err != nil {
-		printLoadError(stderr, err)
-		return 1
+	file, cfg, code := loadFromFlags("run", args, stderr)
+	if cfg == nil {
+		return code
 	}
 	logs, err := newLoggers(cfg.Log, stderr)
 	if err != nil {
@@ -39,7 +31,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		logs.log.Warn("configuration warning", "at", w.String())
 	}
-	d := &daemon{file: *file, cfg: cfg, log: logs.log}
+	d := &daemon{file: file, cfg: cfg, log: logs.log}
 	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access})
 	defer d.router.Close()
 	if err := d.start(); err != nil {

@@ -12,22 +12,15 @@ import (
 // cmdValidate loads the configuration, prints every error and warning, and
 // exits 0 when the configuration would be accepted, 1 otherwise.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("c", "edgeway.conf", "main configuration `file`")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := conf.Load(*file)
-	if err != nil {
-		printLoadError(stderr, err)
-		return 1
+	file, cfg, code := loadFromFlags("validate", args, stderr)
+	if cfg == nil {
+		return code
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
 	fmt.Fprintf(stdout, "configuration %s is valid: %d listeners, %d upstreams, %d routes, %d tcp routes\n",
-		*file, len(cfg.Listeners), len(cfg.Upstreams), len(cfg.Routes), len(cfg.TCPRoutes))
+		file, len(cfg.Listeners), len(cfg.Upstreams), len(cfg.Routes), len(cfg.TCPRoutes))
 	return 0
 }
 
@@ -42,4 +35,25 @@ func printLoadError(w io.Writer, err error) {
 		return
 	}
 	fmt.Fprintf(w, "error: %v\n", err)
+}
+
+// loadFromFlags parses a command's only flag, -c FILE, and loads FILE. On
+// failure it has printed why and cfg is nil; code is the exit code then.
+func loadFromFlags(name string, args []string, stderr io.Writer) (file string, cfg *conf.Config, code int) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&file, "c", "edgeway.conf", "main configuration `file`")
+	if err := fs.Parse(args); err != nil {
+		return file, nil, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "edgeway %s: unexpected argument %q\n", name, fs.Arg(0))
+		return file, nil, 2
+	}
+	cfg, err := conf.Load(file)
+	if err != nil {
+		printLoadError(stderr, err)
+		return file, nil, 1
+	}
+	return file, cfg, 0
 }
