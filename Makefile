@@ -4,7 +4,7 @@ BIN       ?= bin/edgeway
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 BENCH_DIR ?= ../shared/bench
 # Packages with concurrency, tested again under the race detector.
-RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./cmd/...
+RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/...
 FUZZTIME  ?= 30s
 
 .PHONY: all build run test check vet fmt race bench bench-idle bench-go fuzz clean
