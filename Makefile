@@ -7,7 +7,10 @@ BENCH_DIR ?= ../shared/bench
 RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/...
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test check vet fmt race bench bench-idle bench-go fuzz clean
+H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
+TOOLS     := $(CURDIR)/bin/tools
+
+.PHONY: all build run test check vet fmt race tools bench bench-idle bench-go fuzz clean
 
 all: build
 
@@ -18,8 +21,8 @@ run: build
 	$(BIN) run -c examples/edgeway.conf
 
 # test: formatting, vet, every package's tests, then the race detector on the
-# concurrent packages.
-test: check
+# concurrent packages. The tests also need curl (apt-get install curl).
+test: check tools
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
@@ -31,6 +34,12 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+
+# tools: the test peers installed with go install (h2spec) into bin/tools.
+tools: $(TOOLS)/h2spec
+
+$(TOOLS)/h2spec:
+	GOBIN=$(TOOLS) $(GO) install $(H2SPEC)
 
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
