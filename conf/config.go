@@ -53,6 +53,12 @@ type Listener struct {
 	// MaxHeaderBytes caps the request line plus headers; larger requests get
 	// 431. Default 32KiB; at most 1MiB.
 	MaxHeaderBytes int
+	// MaxBodyBytes caps a request body. A request whose Content-Length is
+	// larger gets 413 before anything is forwarded; a chunked body that
+	// grows past it is cut off (413 when no response has started). -1
+	// (written `unlimited`) means no limit. Default 100MiB; the zero value,
+	// in a Listener not made by Load or DefaultListener, also means 100MiB.
+	MaxBodyBytes int64
 	// MaxConns caps concurrent client connections; further ones wait in the
 	// kernel backlog. 0 means no limit. Default 0.
 	MaxConns int

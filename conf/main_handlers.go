@@ -43,6 +43,7 @@ func DefaultListener(name, addr string) Listener {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    32 << 10,
+		MaxBodyBytes:      DefaultMaxBodyBytes,
 		NoDelay:           true,
 		NotFoundBody:      "404 page not found\n",
 		Normalize:         true,
@@ -69,6 +70,7 @@ var listenTable = table[*Listener]{
 	"read_header_timeout": func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.ReadHeaderTimeout) },
 	"idle_timeout":        func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.IdleTimeout) },
 	"max_header_bytes":    maxHeaderBytes,
+	"max_body_bytes":      maxBodyBytes,
 	"max_conns":           func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) },
 	"backlog":             func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) },
 	"reuseport":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.ReusePort) },
@@ -119,6 +121,32 @@ func maxHeaderBytes(b *builder, l *Listener, d *routes.Directive) {
 		b.errorf(a.Pos, "%s: %s is out of range (expected 1 byte to 1MiB)", d.Name, a.Value)
 	default:
 		l.MaxHeaderBytes = int(n)
+	}
+}
+
+// DefaultMaxBodyBytes is a listener's request body limit when none is
+// written; UnlimitedBody is MaxBodyBytes for `max_body_bytes unlimited`.
+const (
+	DefaultMaxBodyBytes int64 = 100 << 20
+	UnlimitedBody       int64 = -1
+)
+
+// maxBodyBytes reads `max_body_bytes SIZE|unlimited`; a size must be at
+// least one byte.
+func maxBodyBytes(b *builder, l *Listener, d *routes.Directive) {
+	a := d.Args[0]
+	if a.Value == "unlimited" {
+		l.MaxBodyBytes = UnlimitedBody
+		return
+	}
+	n, err := routes.ParseSize(a.Value)
+	switch {
+	case err != nil:
+		b.errorf(a.Pos, "%s: invalid size %q (expected a byte count such as 512KiB or 100MiB, or unlimited)", d.Name, a.Value)
+	case n < 1:
+		b.errorf(a.Pos, "%s: must be at least 1 byte, got %s (write unlimited for no limit)", d.Name, a.Value)
+	default:
+		l.MaxBodyBytes = n
 	}
 }
 

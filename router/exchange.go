@@ -25,7 +25,9 @@ type exchange struct {
 	view  rule.HTTPRequest
 
 	peer     netip.Addr
-	clientIP string // peer address without port, for forwarding headers
+	clientIP string    // peer address without port, for forwarding headers
+	realIP   [1]string // clientIP, as X-Real-Ip for matchers
+	hdr      matchHeader
 	trusted  bool
 	origPath string // escaped path as received
 	reqPath  string // escaped path after normalisation ($path)
@@ -102,6 +104,12 @@ func (x *exchange) buildView() bool {
 	r := x.in
 	x.origPath = r.URL.EscapedPath()
 	x.reqPath, x.query = x.origPath, r.URL.RawQuery
+	var realIP []string
+	if x.clientIP != "" {
+		x.realIP[0] = x.clientIP
+		realIP = x.realIP[:]
+	}
+	x.hdr = newMatchHeader(r.Header, x.trusted, r.TLS != nil, realIP)
 	routing := ""
 	if x.l.normalize {
 		clean, rp, ok := rule.NormalizePath(x.origPath)
@@ -118,7 +126,7 @@ func (x *exchange) buildView() bool {
 		Host:     rule.CanonicalHost(r.Host),
 		Path:     routing,
 		RawQuery: x.query,
-		Header:   r.Header,
+		Header:   &x.hdr,
 		ClientIP: x.peer,
 	}
 	return true
@@ -243,6 +251,7 @@ func (x *exchange) logStatus() int {
 func (x *exchange) reset() {
 	x.l, x.in, x.w, x.view = nil, nil, respWriter{}, rule.HTTPRequest{}
 	x.peer, x.clientIP, x.trusted = netip.Addr{}, "", false
+	x.realIP[0], x.hdr = "", matchHeader{}
 	x.origPath, x.reqPath, x.path, x.query = "", "", "", ""
 	x.rt, x.server, x.outcome, x.status = nil, nil, upstream.Success, 0
 	x.tap, x.octx, x.cancel, x.body, x.buf = nil, nil, nil, respBody{}, x.buf[:0]

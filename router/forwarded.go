@@ -3,6 +3,8 @@ package router
 import (
 	"net/http"
 	"strings"
+
+	"github.com/edgeway/edgeway/routes/rule"
 )
 
 var (
@@ -103,4 +105,56 @@ func isTokenChar(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// matchHeader is the request header as rules see it (rules-semantics.md
+// §3.1 step 5): edgeway fills in its own X-Forwarded-Proto and X-Real-Ip
+// before matching, so Header(`X-Forwarded-Proto`, ...) sees edgeway's value
+// unless a trusted peer supplied one. It lives in the pooled exchange and
+// its slices are precomputed or point into the exchange, so building it
+// does not allocate.
+type matchHeader struct {
+	h      rule.HeaderGetter
+	proto  []string // edgeway's X-Forwarded-Proto; nil: the client's counts
+	realIP []string // edgeway's X-Real-Ip; nil: the client's counts
+	// hide drops the forwarding headers an untrusted peer sent, for a header
+	// map nobody stripped (MatchHTTP); the router deletes them instead.
+	hide bool
+}
+
+// newMatchHeader returns h as matchers see it. realIP is the peer address
+// as a one-element slice, or nil when unknown.
+func newMatchHeader(h rule.HeaderGetter, trusted, tls bool, realIP []string) matchHeader {
+	m := matchHeader{h: h}
+	if !trusted || len(m.client("X-Forwarded-Proto")) == 0 {
+		m.proto = protoHTTP
+		if tls {
+			m.proto = protoHTTPS
+		}
+	}
+	if !trusted || len(m.client("X-Real-Ip")) == 0 {
+		m.realIP = realIP
+	}
+	return m
+}
+
+// Values implements rule.HeaderGetter; name is canonical.
+func (m *matchHeader) Values(name string) []string {
+	switch {
+	case name == "X-Forwarded-Proto" && m.proto != nil:
+		return m.proto
+	case name == "X-Real-Ip" && m.realIP != nil:
+		return m.realIP
+	case m.hide && isForwardingHeader(name):
+		return nil
+	}
+	return m.client(name)
+}
+
+// client returns the values the client sent.
+func (m *matchHeader) client(name string) []string {
+	if m.h == nil {
+		return nil
+	}
+	return m.h.Values(name)
 }

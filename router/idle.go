@@ -125,17 +125,28 @@ func (d *watchdog) fire() {
 // watchdog. It is allocated per request because the transport may still
 // read it after the handler returned; its watchdog calls carry a generation
 // so such a late read cannot disturb the next request.
+//
+// It also enforces the listener's body limit: once the count passes limit
+// (when limit > 0), reads fail with *http.MaxBytesError (see bodylimit.go).
 type bodyTap struct {
-	rc  io.ReadCloser
-	n   atomic.Int64
-	wd  *watchdog
-	gen uint64
+	rc    io.ReadCloser
+	n     atomic.Int64
+	wd    *watchdog
+	gen   uint64
+	limit int64
 }
 
 func (t *bodyTap) Read(p []byte) (int, error) {
+	if t.exceeded() {
+		return 0, &http.MaxBytesError{Limit: t.limit}
+	}
 	n, err := t.rc.Read(p)
 	if n > 0 {
-		t.n.Add(int64(n))
+		var lerr error
+		n, lerr = limitRead(n, t.n.Add(int64(n)), t.limit)
+		if lerr != nil {
+			err = lerr
+		}
 		t.wd.touch()
 	}
 	if err != nil {
@@ -143,6 +154,9 @@ func (t *bodyTap) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// exceeded reports whether the body went past the limit.
+func (t *bodyTap) exceeded() bool { return t.limit > 0 && t.n.Load() > t.limit }
 
 func (t *bodyTap) Close() error { return t.rc.Close() }
 

@@ -22,6 +22,9 @@ import (
 // Content-Length goes out through the server's write buffer without a flush
 // per write, which saves a write(2) per response on small answers.
 func (x *exchange) forward() {
+	if x.refuseLargeBody() {
+		return
+	}
 	pool := x.rt.pool
 	s, err := pool.Pick()
 	if err != nil {
@@ -37,7 +40,7 @@ func (x *exchange) forward() {
 	gen := x.wd.start(x.w.w, cancel, cfg.IdleTimeout)
 	req := x.in.WithContext(ctx)
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
-		x.tap = &bodyTap{rc: req.Body, wd: &x.wd, gen: gen}
+		x.tap = &bodyTap{rc: req.Body, wd: &x.wd, gen: gen, limit: x.l.maxBody}
 		req.Body = x.tap
 		x.wd.arm(gen, phaseUpload)
 	}
@@ -61,6 +64,15 @@ func (x *exchange) end() {
 func (x *exchange) aborted(p any) {
 	if x.in.Context().Err() != nil {
 		x.outcome = upstream.Abandoned
+		return
+	}
+	if x.tap != nil && x.tap.exceeded() {
+		// The body limit cut the upload while the response streamed.
+		x.outcome = upstream.Abandoned
+		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "request body too large",
+			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+			slog.String("server", x.server.Addr), slog.Int64("max_body_bytes", x.tap.limit),
+			slog.String("error", "response already started: connection closed"))
 		return
 	}
 	x.outcome = upstream.Failure
@@ -131,21 +143,29 @@ var (
 
 // proxyError answers a failed exchange: 502 when the server could not be
 // reached or answered badly, 504 on a connect, response-header or idle
-// timeout, 408 when the client stalled its body. The client only sees the
-// status text; the cause goes to the error log. A client that went away
-// gets nothing and is logged at Debug with status 499.
+// timeout, 408 when the client stalled its body, 413 when the body grew
+// past the listener's limit. The client only sees the status text; the
+// cause goes to the error log. A client that went away gets nothing and is
+// logged at Debug with status 499.
 func (x *exchange) proxyError(w http.ResponseWriter, req *http.Request, err error) {
 	code, outcome := classify(x.in.Context(), req.Context(), err)
 	x.outcome = outcome
-	level := slog.LevelWarn
-	if code == statusClientClosed {
+	level, msg := slog.LevelWarn, "upstream request failed"
+	switch code {
+	case statusClientClosed:
 		level = slog.LevelDebug
 		x.status = code
+	case http.StatusRequestEntityTooLarge:
+		msg = "request body too large"
 	}
-	x.r.log.LogAttrs(context.Background(), level, "upstream request failed",
+	x.r.log.LogAttrs(context.Background(), level, msg,
 		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
 		slog.String("server", x.server.Addr), slog.Int("status", code), slog.Any("error", err))
-	if code != statusClientClosed {
+	switch code {
+	case statusClientClosed:
+	case http.StatusRequestEntityTooLarge:
+		x.tooLarge(w)
+	default:
 		http.Error(w, http.StatusText(code), code)
 	}
 }
@@ -158,6 +178,10 @@ func classify(in, out context.Context, err error) (int, upstream.Outcome) {
 		return http.StatusRequestTimeout, upstream.Abandoned
 	case errUpstreamIdle:
 		return http.StatusGatewayTimeout, upstream.Failure
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge, upstream.Abandoned
 	}
 	if in.Err() != nil {
 		return statusClientClosed, upstream.Abandoned

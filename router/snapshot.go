@@ -25,6 +25,7 @@ type Snapshot struct {
 type httpListener struct {
 	name        string
 	normalize   bool
+	maxBody     int64 // request body limit in bytes; 0: none
 	trusted     []netip.Prefix
 	notFound    []byte
 	notFoundLen []string // Content-Length of notFound, for the header map
@@ -100,6 +101,7 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 	hl := &httpListener{
 		name:        lc.Name,
 		normalize:   lc.Normalize,
+		maxBody:     bodyLimit(lc),
 		trusted:     lc.TrustedProxies,
 		notFound:    []byte(body),
 		notFoundLen: []string{strconv.Itoa(len(body))},
@@ -180,13 +182,26 @@ func (l *httpListener) trusts(peer netip.Addr) bool {
 
 // MatchHTTP returns the route (and its upstream, "" for a route that answers
 // itself) that serves req on listener. req must hold normalised values, as
-// the router builds them (rules-semantics.md §3).
+// the router builds them (rules-semantics.md §3), and the headers as the
+// client sent them: as in the router, forwarding headers from a ClientIP
+// outside the listener's trusted_proxies do not count, and X-Forwarded-Proto
+// (http) and X-Real-Ip (ClientIP) are edgeway's unless a trusted peer sent
+// them (§3.1 step 5).
 func (s *Snapshot) MatchHTTP(listener string, req *rule.HTTPRequest) (route, upstream string, ok bool) {
 	hl := s.http[listener]
 	if hl == nil {
 		return "", "", false
 	}
-	rt := hl.match(req)
+	var realIP []string
+	if req.ClientIP.IsValid() {
+		realIP = []string{req.ClientIP.String()}
+	}
+	trusted := hl.trusts(req.ClientIP)
+	mh := newMatchHeader(req.Header, trusted, false, realIP)
+	mh.hide = !trusted
+	view := *req
+	view.Header = &mh
+	rt := hl.match(&view)
 	if rt == nil {
 		return "", "", false
 	}

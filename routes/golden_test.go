@@ -79,8 +79,8 @@ func summary(c *conf.Config) string {
 	}
 	for _, l := range c.Listeners {
 		p("listen %s addr=%s protocols=%s @%s", l.Name, l.Addr, strings.Join(l.Protocols, ","), l.Pos)
-		p("  read_header_timeout=%v idle_timeout=%v max_header_bytes=%d max_conns=%d backlog=%d",
-			l.ReadHeaderTimeout, l.IdleTimeout, l.MaxHeaderBytes, l.MaxConns, l.Backlog)
+		p("  read_header_timeout=%v idle_timeout=%v max_header_bytes=%d max_body_bytes=%d max_conns=%d backlog=%d",
+			l.ReadHeaderTimeout, l.IdleTimeout, l.MaxHeaderBytes, l.MaxBodyBytes, l.MaxConns, l.Backlog)
 		p("  reuseport=%v nodelay=%v normalize=%v trusted_proxies=%v not_found_body=%q",
 			l.ReusePort, l.NoDelay, l.Normalize, l.TrustedProxies, l.NotFoundBody)
 	}

@@ -52,6 +52,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "read_header_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "max_header_bytes", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},
 		{Name: "max_conns", Usage: "N", Min: 1, Max: 1},
 		{Name: "backlog", Usage: "N", Min: 1, Max: 1},
 		{Name: "reuseport", Usage: "on|off", Min: 1, Max: 1},
