@@ -56,7 +56,9 @@ func (l *listener) Accept() (net.Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok && !l.srv.noDelay {
 		tc.SetNoDelay(false) // Go turns TCP_NODELAY on by default
 	}
-	return &conn{Conn: nc, ln: l}, nil
+	c := &conn{Conn: nc, ln: l}
+	c.guard.H2C = l.srv.h2c
+	return c, nil
 }
 
 // Close stops Accept; later calls return nil.

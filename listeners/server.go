@@ -45,6 +45,7 @@ type Server struct {
 	name    string
 	log     *slog.Logger
 	noDelay bool
+	h2c     bool // the listener speaks h2c: the guard lets the preface through
 	http    *http.Server
 	ln      *listener
 
@@ -70,7 +71,7 @@ func Listen(cfg conf.Listener, h http.Handler, log *slog.Logger) (*Server, error
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 	}
-	s := &Server{name: cfg.Name, log: log, noDelay: cfg.NoDelay, hijacked: make(map[*conn]struct{})}
+	s := &Server{name: cfg.Name, log: log, noDelay: cfg.NoDelay, h2c: protos.UnencryptedHTTP2(), hijacked: make(map[*conn]struct{})}
 	s.ln = newListener(tcp, cfg.MaxConns, s)
 	s.http = &http.Server{
 		Handler:           guardUpgrades(h),

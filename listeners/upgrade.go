@@ -25,10 +25,18 @@ func guardUpgrades(h http.Handler) http.Handler {
 		}
 		cw := &closeWriter{ResponseWriter: w}
 		h.ServeHTTP(cw, r)
-		if !cw.decided {
+		switch {
+		case !cw.decided:
 			// Nothing written: Go sends an implicit 200 (or nothing if
 			// the handler hijacked through Unwrap).
 			w.Header().Set("Connection", "close")
+		case cw.switched && !cw.hijacked:
+			// A 101 without a tunnel: what follows on the connection was
+			// never parsed, so it must not be served. Hijacking flushes
+			// the response; then the connection is closed.
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
 		}
 	})
 }
@@ -38,14 +46,17 @@ func guardUpgrades(h http.Handler) http.Handler {
 // http.ResponseController and httputil.ReverseProxy).
 type closeWriter struct {
 	http.ResponseWriter
-	decided bool // a final status was written or the connection hijacked
+	decided  bool // a final status was written or the connection hijacked
+	switched bool // the final status was 101
+	hijacked bool
 }
 
 // WriteHeader adds "Connection: close" unless code is informational.
 func (w *closeWriter) WriteHeader(code int) {
 	if !w.decided && (code == http.StatusSwitchingProtocols || code >= 200) {
 		w.decided = true
-		if code != http.StatusSwitchingProtocols {
+		w.switched = code == http.StatusSwitchingProtocols
+		if !w.switched {
 			w.Header().Set("Connection", "close")
 		}
 	}
@@ -70,10 +81,32 @@ func (w *closeWriter) FlushError() error {
 // Flush is FlushError for http.Flusher users.
 func (w *closeWriter) Flush() { w.FlushError() }
 
-// Hijack hands the connection to the handler (a tunnel).
+// Hijack hands the connection to the handler (a tunnel). Bytes the client
+// sent right behind the upgrade request may already sit in the server's
+// read buffer; the returned conn yields them first, so a tunnel that reads
+// the conn and not the bufio.Reader (httputil.ReverseProxy does) loses
+// nothing.
 func (w *closeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	w.decided = true
-	return http.NewResponseController(w.ResponseWriter).Hijack()
+	w.decided, w.hijacked = true, true
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil || brw.Reader.Buffered() == 0 {
+		return c, brw, err
+	}
+	return &prereadConn{Conn: c, r: brw.Reader}, brw, nil
+}
+
+// prereadConn is a hijacked connection whose first bytes were already read
+// into r.
+type prereadConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *prereadConn) Read(p []byte) (int, error) {
+	if c.r.Buffered() > 0 {
+		return c.r.Read(p)
+	}
+	return c.Conn.Read(p)
 }
 
 // Unwrap returns the server's ResponseWriter.

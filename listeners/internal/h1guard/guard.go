@@ -39,6 +39,11 @@ const inject = "\x00\r\n\r\n"
 // use; it must not be copied after first use. A Guard is not safe for
 // concurrent use; Go's server never reads a connection concurrently.
 type Guard struct {
+	// H2C allows the HTTP/2 prior-knowledge preface at the start of the
+	// connection. Without it a PRI request is refused like any other
+	// malformed request line.
+	H2C bool
+
 	off   int64 // stream offset of the next byte to scan
 	mode  Mode
 	upg   bool // PassThrough was entered after an Upgrade or CONNECT head

@@ -7,10 +7,14 @@ import (
 	"testing"
 )
 
-// feed runs the whole input through a fresh guard in pieces of size step
-// (0: in one piece) and returns it with the bytes the server would see.
+// feed runs the whole input through a fresh guard of an h2c listener in
+// pieces of size step (0: in one piece) and returns it with the bytes the
+// server would see.
 func feed(in string, step int) (*Guard, []byte) {
-	var g Guard
+	return feedGuard(&Guard{H2C: true}, in, step)
+}
+
+func feedGuard(g *Guard, in string, step int) (*Guard, []byte) {
 	r := strings.NewReader(in)
 	var out []byte
 	buf := make([]byte, max(step, len(in), len(inject)))
@@ -21,7 +25,7 @@ func feed(in string, step int) (*Guard, []byte) {
 		n, err := g.Read(r, buf)
 		out = append(out, buf[:n]...)
 		if err != nil {
-			return &g, out
+			return g, out
 		}
 	}
 }
@@ -47,6 +51,11 @@ func TestGuardVerdicts(t *testing.T) {
 		{desc: "upgrade passes through", in: "GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n\x00\x01garbage", heads: 1, mode: PassThrough},
 		{desc: "connect passes through", in: "CONNECT a:1 HTTP/1.1\r\n\r\n\x16\x03", heads: 1, mode: PassThrough},
 		{desc: "h2c preface", in: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00", mode: PassThrough},
+		{desc: "h2c preface bad tail", in: "PRI * HTTP/2.0\r\nHost: a\r\n\r\n" + post + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", reason: MalformedRequestLine},
+		{desc: "h2c preface not first", in: "GET / HTTP/1.1\r\n\r\nPRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", heads: 1, reason: MalformedRequestLine},
+		{desc: "http2 version without preface", in: "GET / HTTP/2.0\r\n\r\n", reason: MalformedRequestLine},
+		{desc: "pri method in http1", in: "PRI / HTTP/1.1\r\n\r\n", reason: MalformedRequestLine},
+		{desc: "options star upgrade keeps guarding", in: "OPTIONS * HTTP/1.1\r\nHost: a\r\nUpgrade: x\r\n\r\n" + post + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", heads: 1, reason: BothLengths},
 		{desc: "both lengths", in: post + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", reason: BothLengths},
 		{desc: "empty cl", in: post + "Content-Length: \r\n\r\n", reason: BadContentLength},
 		{desc: "signed cl", in: post + "Content-Length: +3\r\n\r\n", reason: BadContentLength},
@@ -88,6 +97,16 @@ func TestGuardVerdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrefaceNeedsH2C checks that a listener without h2c refuses the
+// HTTP/2 preface instead of passing the connection through unguarded.
+func TestPrefaceNeedsH2C(t *testing.T) {
+	t.Parallel()
+	g, out := feedGuard(&Guard{}, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 0)
+	if e := g.Err(); e == nil || e.Reason != MalformedRequestLine || string(out) != inject {
+		t.Fatalf("err %v, out %q", e, out)
 	}
 }
 

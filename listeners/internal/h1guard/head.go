@@ -17,6 +17,7 @@ const (
 	stName                      // field name, up to the colon
 	stValue                     // field value, up to the line end
 	stValueCR                   // CR seen at the end of a field line
+	stPreface                   // the rest of the HTTP/2 preface after its request line
 
 	stBodyFirst
 )
@@ -79,9 +80,31 @@ func (g *Guard) scanHead(p []byte, i int) int {
 		return g.scanFieldStart(p, i)
 	case stName:
 		return g.scanName(p, i)
+	case stPreface:
+		return g.scanPreface(p, i)
 	default:
 		return g.scanValue(p, i)
 	}
+}
+
+// prefaceTail is what follows "PRI * HTTP/2.0\r\n" in the HTTP/2 client
+// preface (RFC 9113 §3.4).
+const prefaceTail = "\r\nSM\r\n\r\n"
+
+// scanPreface checks the preface byte by byte; only a complete preface
+// turns the connection over to HTTP/2, so a PRI request line followed by
+// anything else cannot leave the rest of the connection unguarded.
+func (g *Guard) scanPreface(p []byte, i int) int {
+	n := int(g.h.valLen)
+	if p[i] != prefaceTail[n] {
+		return g.fail(MalformedRequestLine, i)
+	}
+	if n+1 == len(prefaceTail) {
+		g.mode = PassThrough // prior-knowledge h2c (RFC 9113 §3.3)
+		return i + 1
+	}
+	g.h.valLen++
+	return i + 1
 }
 
 func (g *Guard) scanReqStart(p []byte, i int) int {
@@ -187,8 +210,12 @@ func (g *Guard) endRequestLine(i int) int {
 		return g.fail(MalformedRequestLine, i)
 	}
 	h.http10 = v[5] < '1' || (v[5] == '1' && v[7] == '0')
-	if g.heads == 0 && g.off+int64(i) == 15 && h.methodIs("PRI") && h.targetStar && string(v) == "HTTP/2.0" {
-		g.mode = PassThrough // prior-knowledge h2c preface (RFC 9113 §3.3)
+	if h.methodIs("PRI") || v[5] != '1' {
+		// Only HTTP/1.x requests, and the HTTP/2 preface where allowed.
+		if !g.H2C || g.heads != 0 || g.off+int64(i) != 15 || !h.methodIs("PRI") || !h.targetStar || string(v) != "HTTP/2.0" {
+			return g.fail(MalformedRequestLine, i)
+		}
+		g.st, h.valLen = stPreface, 0
 		return i + 1
 	}
 	g.st = stFieldStart
@@ -367,7 +394,9 @@ func (g *Guard) endHead(i int) int {
 	}
 	g.heads++
 	g.headEnd = g.lineStart
-	if h.upgrade || h.methodIs("CONNECT") {
+	// OPTIONS * cannot upgrade, and Go's server answers it itself, out of
+	// reach of the handler that closes upgrade connections: keep parsing.
+	if (h.upgrade && !(h.targetStar && h.methodIs("OPTIONS"))) || h.methodIs("CONNECT") {
 		g.mode, g.upg = PassThrough, true
 		return i + 1
 	}
