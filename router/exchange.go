@@ -81,6 +81,7 @@ func (x *exchange) serve() {
 		stripForwarded(h)
 	}
 	stripH2C(h)
+	stripConnectionOptions(h)
 	if !x.buildView() {
 		x.plainError(http.StatusBadRequest)
 		return
@@ -102,6 +103,9 @@ func (x *exchange) serve() {
 // §3). It reports false when the path must be answered 400.
 func (x *exchange) buildView() bool {
 	r := x.in
+	if x.l.normalize && strings.IndexByte(r.RequestURI, '#') >= 0 {
+		return false // §3.1 step 1: Go would have escaped it to %23
+	}
 	x.origPath = r.URL.EscapedPath()
 	x.reqPath, x.query = x.origPath, r.URL.RawQuery
 	var realIP []string
@@ -215,6 +219,22 @@ func equalFoldDash(k, f string) bool {
 		}
 	}
 	return true
+}
+
+// stripConnectionOptions deletes the headers the client listed in
+// Connection before matching sees them (rules-semantics.md §3.1 step 5;
+// ReverseProxy would drop them before forwarding anyway). The forwarding
+// headers edgeway manages and the Upgrade header of an upgrade stay.
+func stripConnectionOptions(h http.Header) {
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			tok = strings.TrimSpace(tok)
+			if tok == "" || strings.EqualFold(tok, "upgrade") || strings.EqualFold(tok, "close") || isForwardingHeader(tok) {
+				continue
+			}
+			h.Del(tok)
+		}
+	}
 }
 
 // stripH2C drops an `Upgrade: h2c` offer: cleartext HTTP/2 upgrades are

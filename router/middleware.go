@@ -95,9 +95,44 @@ func (c *chain) rewritePath(p string) string {
 			if p == "" || p[0] != '/' {
 				p = "/" + p
 			}
+			p = dropLeadingDotSegments(p)
 		}
 	}
 	return p
+}
+
+// dropLeadingDotSegments removes the "." and ".." segments a strip can
+// bring to the front of a path ("/pub../x" less "/pub" is "/../x"), which
+// would otherwise climb out of a prefix added next or resolved upstream.
+// An encoded slash or a backslash after the dots counts as a separator here,
+// since many upstreams decode it before resolving dot-segments. The rest of
+// the path was sanitised before matching.
+func dropLeadingDotSegments(p string) string {
+	for {
+		rest := p[1:]
+		n := 0
+		switch {
+		case strings.HasPrefix(rest, ".."):
+			n = 2
+		case strings.HasPrefix(rest, "."):
+			n = 1
+		default:
+			return p
+		}
+		after := rest[n:]
+		switch {
+		case after == "":
+			return "/"
+		case after[0] == '/':
+			p = after
+		case after[0] == '\\':
+			p = "/" + after[1:]
+		case len(after) >= 3 && (strings.EqualFold(after[:3], "%2F") || strings.EqualFold(after[:3], "%5C")):
+			p = "/" + after[3:]
+		default:
+			return p // a segment such as "/.well-known"
+		}
+	}
 }
 
 func applyHeaders(h http.Header, ops []headerOp) {

@@ -1,9 +1,13 @@
 package router
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeway/edgeway/conf"
 )
@@ -37,6 +41,7 @@ func TestRouting(t *testing.T) {
 		{desc: "path prefix miss", req: []string{"/web", "Host", "b.example"}, status: 404, body: "nothing here\n"},
 		{desc: "by header", req: []string{"/", "Host", "z.example", "X-Env", "canary"}, status: 200, upstream: "c"},
 		{desc: "no route", req: []string{"/", "Host", "z.example"}, status: 404, body: "nothing here\n"},
+		{desc: "connection-listed header hidden from rules", req: []string{"/", "Host", "z.example", "X-Env", "canary", "Connection", "X-Env"}, status: 404, body: "nothing here\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -140,5 +145,33 @@ func TestMiddlewares(t *testing.T) {
 				t.Errorf("body = %q, want %q", body, tc.body)
 			}
 		})
+	}
+}
+
+// TestFragmentRefused sends a raw request target with a '#', which Go's
+// server would escape to %23: it is answered 400 (rules-semantics.md §3.1
+// step 1), not routed.
+func TestFragmentRefused(t *testing.T) {
+	t.Parallel()
+	up := backend(t, "a")
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(up)})},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "a")},
+	}
+	_, fe := front(t, cfg, Options{})
+	c, err := net.Dial("tcp", strings.TrimPrefix(fe.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /a#b HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Upstream") != "" {
+		t.Fatalf("status %d from %q, want 400 from edgeway", resp.StatusCode, resp.Header.Get("X-Upstream"))
 	}
 }
