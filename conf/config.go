@@ -51,7 +51,8 @@ type Listener struct {
 	// after this long. Default 60s.
 	IdleTimeout time.Duration
 	// MaxHeaderBytes caps the request line plus headers; larger requests get
-	// 431. Default 32KiB; at most 1MiB.
+	// 431 (Go's HTTP/1 reader allows up to 4 KiB of slack beyond it).
+	// Default 32KiB; at most 1MiB.
 	MaxHeaderBytes int
 	// MaxBodyBytes caps a request body. A request whose Content-Length is
 	// larger gets 413 before anything is forwarded; a chunked body that

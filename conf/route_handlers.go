@@ -185,11 +185,19 @@ func redirect(b *builder, r *draft, d *routes.Directive) {
 	b.terminal(r, d, Middleware{Kind: Redirect, Code: code, Arg: target.Value, Pos: b.pos(d.Pos)}, ok)
 }
 
+// respond takes a final status (200-599): a 1xx would announce a protocol
+// switch or more responses that never come. 204 and 304 carry no body
+// (RFC 9110 §15.3.5, §15.4.5), so one written for them is an error rather
+// than silently dropped.
 func respond(b *builder, r *draft, d *routes.Directive) {
-	code, ok := b.code(d, func(c int) bool { return c >= 100 && c <= 599 }, "a status from 100 to 599")
+	code, ok := b.code(d, func(c int) bool { return c >= 200 && c <= 599 }, "a final status from 200 to 599")
 	m := Middleware{Kind: Respond, Code: code, Pos: b.pos(d.Pos)}
 	if len(d.Args) > 1 {
 		m.Arg = d.Args[1].Value
+		if m.Arg != "" && (code == 204 || code == 304) {
+			b.errorf(d.Args[1].Pos, "respond: status %d has no body; remove %s", code, d.Args[1])
+			ok = false
+		}
 	}
 	b.terminal(r, d, m, ok)
 }

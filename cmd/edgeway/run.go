@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/edgeway/edgeway/conf"
@@ -144,8 +145,12 @@ func (d *daemon) reload() {
 		}
 		return
 	}
-	if !sameListeners(d.bound, cfg.Listeners) {
-		d.log.Warn("listener settings changed; they take effect on restart, routes are reloaded now")
+	if err := listenersChanged(d.bound, cfg.Listeners); err != nil {
+		d.log.Error("reload refused; old routes stay live", "err", err)
+		return
+	}
+	if !sameSockets(d.bound, cfg.Listeners) {
+		d.log.Warn("listener socket settings changed (timeouts, limits, socket options); they take effect on restart, routes are reloaded now")
 	}
 	for _, w := range cfg.Warnings {
 		d.log.Warn("configuration warning", "at", w.String())
@@ -158,12 +163,33 @@ func (d *daemon) reload() {
 	d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams))
 }
 
-func sameListeners(a, b []conf.Listener) bool {
-	if len(a) != len(b) {
-		return false
+// listenersChanged reports an error when next adds, removes or renames a
+// listener or moves one to another address or protocol set: bound sockets
+// cannot follow such a change without a restart.
+func listenersChanged(bound, next []conf.Listener) error {
+	if len(bound) != len(next) {
+		return fmt.Errorf("the configuration has %d listeners, %d are bound: listener changes need a restart", len(next), len(bound))
 	}
-	for i := range a {
-		if fmt.Sprint(a[i].Name, a[i].Addr, a[i].Protocols) != fmt.Sprint(b[i].Name, b[i].Addr, b[i].Protocols) {
+	for i, b := range bound {
+		n := next[i]
+		if b.Name != n.Name || b.Addr != n.Addr || !slices.Equal(b.Protocols, n.Protocols) {
+			return fmt.Errorf("listener %s (%s %v) became %s (%s %v): listener changes need a restart",
+				b.Name, b.Addr, b.Protocols, n.Name, n.Addr, n.Protocols)
+		}
+	}
+	return nil
+}
+
+// sameSockets reports whether the settings fixed when a listener's socket
+// and server were made are unchanged. The others (trusted_proxies,
+// normalize, not_found_body, max_body_bytes) belong to the routing table
+// and follow a reload.
+func sameSockets(bound, next []conf.Listener) bool {
+	for i, b := range bound {
+		n := next[i]
+		if b.ReadHeaderTimeout != n.ReadHeaderTimeout || b.IdleTimeout != n.IdleTimeout ||
+			b.MaxHeaderBytes != n.MaxHeaderBytes || b.MaxConns != n.MaxConns || b.Backlog != n.Backlog ||
+			b.ReusePort != n.ReusePort || b.NoDelay != n.NoDelay {
 			return false
 		}
 	}
