@@ -186,8 +186,20 @@ func classify(in, out context.Context, err error) (int, upstream.Outcome) {
 	if in.Err() != nil {
 		return statusClientClosed, upstream.Abandoned
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusGatewayTimeout, upstream.Failure
+	}
+	// A connect or response-header timeout is 504; any other failure of
+	// the upstream (refused, reset, closed, malformed answer) is 502.
+	var ue *upstream.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return http.StatusGatewayTimeout, upstream.Failure
+		}
+		return http.StatusBadGateway, upstream.Failure
+	}
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.As(err, &ne) && ne.Timeout() {
 		return http.StatusGatewayTimeout, upstream.Failure
 	}
 	return http.StatusBadGateway, upstream.Failure

@@ -3,7 +3,6 @@ package upstream
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +69,7 @@ func (s *Server) Done(o Outcome) {
 type Pool struct {
 	cfg       conf.Upstream
 	servers   []*Server
-	transport *http.Transport
+	transport *Transport
 	noServer  error
 
 	mu sync.Mutex // guards rr
@@ -81,8 +80,8 @@ type Pool struct {
 }
 
 // NewPool builds a pool for cfg with fresh server state. Zero durations in
-// cfg mean no limit, as for http.Transport; a zero MaxIdleConns keeps
-// http.Transport's default of 2 idle connections per server.
+// cfg mean no limit; a zero MaxIdleConns keeps 2 idle connections per
+// server.
 func NewPool(cfg conf.Upstream) *Pool {
 	return newPool(cfg, func(string) *ServerState { return new(ServerState) })
 }
@@ -90,7 +89,7 @@ func NewPool(cfg conf.Upstream) *Pool {
 func newPool(cfg conf.Upstream, state func(addr string) *ServerState) *Pool {
 	p := &Pool{
 		cfg:       cfg,
-		transport: newTransport(cfg),
+		transport: NewTransport(cfg),
 		noServer:  fmt.Errorf("upstream %s: %w", cfg.Name, ErrNoServer),
 	}
 	weights := make([]int, len(cfg.Servers))
@@ -112,8 +111,9 @@ func (p *Pool) Config() conf.Upstream { return p.cfg }
 // not be modified.
 func (p *Pool) Servers() []*Server { return p.servers }
 
-// Transport is the pool's connection pool, shared by all its servers.
-func (p *Pool) Transport() *http.Transport { return p.transport }
+// Transport is the pool's HTTP/1.1 client and connection pool, shared by
+// all its servers.
+func (p *Pool) Transport() *Transport { return p.transport }
 
 // Pick chooses the server for the next request and counts it in flight. It
 // returns an error wrapping ErrNoServer when no server can take traffic.
@@ -132,30 +132,15 @@ func (p *Pool) Pick() (*Server, error) {
 }
 
 // Close drains the pool. Requests already routed to it may still Pick and
-// finish (a request keeps the routing table it started with); once no
-// request is in flight the pool's idle connections are closed, and again a
-// second later for a connection that went back to the idle pool just after
-// its request ended. Anything left is reaped by IdleTimeout. Close is
-// idempotent.
+// finish (a request keeps the routing table it started with): the idle
+// connections are closed now, and a connection in use is closed when its
+// response ends instead of going back to the pool. Close is idempotent.
 func (p *Pool) Close() {
 	if p.closed.Swap(true) {
 		return
 	}
-	if p.inFlight.Load() == 0 {
-		p.closeIdle()
-	}
+	p.transport.Close()
 }
 
-// release ends one in-flight request. Close and release each check the
-// other's flag after writing their own, so at least one of them sees the
-// pool closed and empty.
-func (p *Pool) release() {
-	if p.inFlight.Add(-1) == 0 && p.closed.Load() {
-		p.closeIdle()
-	}
-}
-
-func (p *Pool) closeIdle() {
-	p.transport.CloseIdleConnections()
-	time.AfterFunc(time.Second, p.transport.CloseIdleConnections)
-}
+// release ends one in-flight request.
+func (p *Pool) release() { p.inFlight.Add(-1) }

@@ -133,14 +133,3 @@ func TestPoolCloseDrains(t *testing.T) {
 	s.Done(Success)
 	waitFor(t, "idle connection closed", func() bool { return closed.Load() == 1 })
 }
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -2,47 +2,246 @@ package upstream
 
 import (
 	"context"
-	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
 )
 
-// newTransport builds the keep-alive connection pool of one upstream. It
-// speaks HTTP/1.1 only (no ALPN upgrade, no h2 attempt), ignores proxy
-// environment variables and never asks for compression, so bodies pass
-// through byte for byte.
-func newTransport(cfg conf.Upstream) *http.Transport {
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                  nil,
-		DialContext:            dialNoDelay(dialer),
-		MaxIdleConns:           cfg.MaxIdleConns * max(len(cfg.Servers), 1),
-		MaxIdleConnsPerHost:    cfg.MaxIdleConns,
-		IdleConnTimeout:        cfg.IdleTimeout,
-		ResponseHeaderTimeout:  cfg.ResponseTimeout,
-		ForceAttemptHTTP2:      false,
-		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 1 << 20,
-		WriteBufferSize:        32 << 10,
-		ReadBufferSize:         32 << 10,
+// Transport is the HTTP/1.1 client of one upstream: a keep-alive pool per
+// server and a round trip that runs on the caller's goroutine (a goroutine
+// more only while a request body streams). It speaks HTTP/1.1 only, ignores
+// proxy settings and never asks for compression, so bodies pass through
+// byte for byte. Headers go out as given: callers remove hop-by-hop fields
+// (httputil.ReverseProxy does).
+//
+// Compared with http.Transport it has no per-connection read and write
+// goroutines: an idle server close is noticed when the connection is
+// checked out (a non-blocking peek after 100 ms of idleness) or, for an
+// idempotent request without a body, by one retry on a new connection.
+type Transport struct {
+	dialer      net.Dialer
+	respTimeout time.Duration
+	idleTimeout time.Duration
+	maxIdle     int
+
+	hosts map[string]*hostPool // the configured servers; read-only
+	extra sync.Map             // other addresses: string -> *hostPool
+
+	closed atomic.Bool
+	mu     sync.Mutex // guards reaper
+	reaper *time.Timer
+}
+
+// maxHeaderBytes caps a response head (status line and headers, 1xx
+// responses included).
+const maxHeaderBytes = 1 << 20
+
+// NewTransport builds the connection pools of cfg's servers. Zero
+// durations mean no limit; a zero MaxIdleConns keeps 2 idle connections
+// per server.
+func NewTransport(cfg conf.Upstream) *Transport {
+	t := &Transport{
+		dialer:      net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second},
+		respTimeout: cfg.ResponseTimeout,
+		idleTimeout: cfg.IdleTimeout,
+		maxIdle:     cfg.MaxIdleConns,
+		hosts:       make(map[string]*hostPool, len(cfg.Servers)),
+	}
+	if t.maxIdle <= 0 {
+		t.maxIdle = 2
+	}
+	for _, s := range cfg.Servers {
+		t.hosts[s.Addr] = &hostPool{addr: s.Addr, t: t}
+	}
+	if t.idleTimeout > 0 {
+		t.mu.Lock()
+		t.reaper = time.AfterFunc(t.reapEvery(), t.reap)
+		t.mu.Unlock()
+	}
+	return t
+}
+
+// Close closes the idle connections and stops pooling: a connection in
+// use is closed when its response ends. Requests may still be sent; each
+// then uses a new connection. Close is idempotent.
+func (t *Transport) Close() {
+	if t.closed.Swap(true) {
+		return
+	}
+	t.mu.Lock()
+	if t.reaper != nil {
+		t.reaper.Stop()
+	}
+	t.mu.Unlock()
+	t.eachHost(func(hp *hostPool) { hp.closeIdle(0) })
+}
+
+// IdleConns counts the pooled idle connections of all servers.
+func (t *Transport) IdleConns() int {
+	n := 0
+	t.eachHost(func(hp *hostPool) {
+		hp.mu.Lock()
+		n += len(hp.idle)
+		hp.mu.Unlock()
+	})
+	return n
+}
+
+func (t *Transport) eachHost(fn func(*hostPool)) {
+	for _, hp := range t.hosts {
+		fn(hp)
+	}
+	t.extra.Range(func(_, v any) bool {
+		fn(v.(*hostPool))
+		return true
+	})
+}
+
+func (t *Transport) reapEvery() time.Duration { return max(t.idleTimeout/2, time.Second) }
+
+// reap closes the connections idle for longer than IdleTimeout; one timer
+// per transport does it for all servers.
+func (t *Transport) reap() {
+	cutoff := monotonic() - int64(t.idleTimeout)
+	t.eachHost(func(hp *hostPool) { hp.closeIdle(cutoff) })
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed.Load() {
+		t.reaper.Reset(t.reapEvery())
 	}
 }
 
-// dialNoDelay dials with d and turns on TCP_NODELAY (Go's default for TCP,
-// made explicit because small proxied writes must not wait for Nagle).
-func dialNoDelay(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
+func (t *Transport) host(addr string) *hostPool {
+	if hp := t.hosts[addr]; hp != nil {
+		return hp
+	}
+	if v, ok := t.extra.Load(addr); ok {
+		return v.(*hostPool)
+	}
+	v, _ := t.extra.LoadOrStore(addr, &hostPool{addr: addr, t: t})
+	return v.(*hostPool)
+}
+
+// RoundTrip sends req to req.URL.Host over HTTP/1.1 and returns the
+// response once its head arrived. The response body must be read to EOF
+// or closed; the connection goes back to the pool only when it was read to
+// EOF, the server did not ask to close, and the whole request was sent.
+// Failures are *Error values, or the context's error when req's context
+// ended, or the request body's read error.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "") {
+		closeBody(req)
+		return nil, &Error{Kind: KindRequest, Addr: req.Host, Err: errors.New("only http:// is supported")}
+	}
+	hp := t.host(req.URL.Host)
+	for attempt := 0; ; attempt++ {
+		c, err := hp.get(req.Context())
 		if err != nil {
+			closeBody(req)
 			return nil, err
 		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
+		resp, err, retry := c.roundTrip(req)
+		if err == nil || !retry || attempt > 0 || req.Context().Err() != nil {
+			return resp, err
 		}
+	}
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+var epoch = time.Now()
+
+// monotonic is a cheap monotonic clock in nanoseconds.
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+// hostPool is the idle stack of one server: last in, first out, so that a
+// small working set of connections stays warm and the rest age out.
+type hostPool struct {
+	addr string
+	t    *Transport
+
+	mu   sync.Mutex
+	idle []*conn // oldest first
+}
+
+// staleCheckAfter is the idleness after which a pooled connection is
+// peeked at before use, to catch a server that closed it meanwhile.
+const staleCheckAfter = int64(100 * time.Millisecond)
+
+// get returns an idle connection or dials a new one.
+func (hp *hostPool) get(ctx context.Context) (*conn, error) {
+	now := monotonic()
+	for {
+		hp.mu.Lock()
+		n := len(hp.idle)
+		if n == 0 {
+			hp.mu.Unlock()
+			return hp.dial(ctx)
+		}
+		c := hp.idle[n-1]
+		hp.idle[n-1] = nil
+		hp.idle = hp.idle[:n-1]
+		hp.mu.Unlock()
+		age := now - c.idleAt
+		if (hp.t.idleTimeout > 0 && age > int64(hp.t.idleTimeout)) || (age > staleCheckAfter && !alive(c.nc)) {
+			c.nc.Close()
+			continue
+		}
+		c.reused = true
 		return c, nil
 	}
+}
+
+func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
+	nc, err := hp.t.dialer.DialContext(ctx, "tcp", hp.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &Error{Kind: KindConnect, Addr: hp.addr, Err: err}
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return newConn(nc, hp), nil
+}
+
+// put pools a connection whose exchange ended cleanly, or closes it when
+// the pool is full or closed.
+func (hp *hostPool) put(c *conn) {
+	c.idleAt = monotonic()
+	hp.mu.Lock()
+	if hp.t.closed.Load() || len(hp.idle) >= hp.t.maxIdle {
+		hp.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	hp.idle = append(hp.idle, c)
+	hp.mu.Unlock()
+}
+
+// closeIdle closes the idle connections that went idle before cutoff
+// (monotonic ns); cutoff 0 closes them all.
+func (hp *hostPool) closeIdle(cutoff int64) {
+	hp.mu.Lock()
+	n := 0
+	for n < len(hp.idle) && (cutoff == 0 || hp.idle[n].idleAt < cutoff) {
+		hp.idle[n].nc.Close()
+		n++
+	}
+	if n > 0 {
+		rest := copy(hp.idle, hp.idle[n:])
+		clear(hp.idle[rest:])
+		hp.idle = hp.idle[:rest]
+	}
+	hp.mu.Unlock()
 }
