@@ -20,7 +20,7 @@ import (
 // closes the upstream connection, which ends a stalled response body (the
 // client connection is aborted) or the round trip (408 for a stalled
 // request body, 504 otherwise). For a stalled request body it also sets the
-// client connection's read deadline, because the transport's write loop is
+// client connection's read deadline, because the goroutine sending the body is
 // blocked reading it. When both bodies move at once, progress on either
 // keeps the exchange alive. Upgraded (101) connections are not watched.
 

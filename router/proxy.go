@@ -93,6 +93,13 @@ func (x *exchange) aborted(p any) {
 func (x *exchange) rewrite(pr *httputil.ProxyRequest) {
 	out := pr.Out
 	out.URL.Scheme, out.URL.Host = "http", x.server.Addr
+	if out.Host == "" {
+		// An HTTP/1.0 request may come without Host; name the address
+		// the client connected to rather than the upstream's own.
+		if a, ok := pr.In.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			out.Host = a.String()
+		}
+	}
 	if x.path != x.origPath {
 		setEscapedPath(out.URL, x.path)
 	}

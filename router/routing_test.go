@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,38 @@ func TestFragmentRefused(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Upstream") != "" {
 		t.Fatalf("status %d from %q, want 400 from edgeway", resp.StatusCode, resp.Header.Get("X-Upstream"))
+	}
+}
+
+// TestHTTP10WithoutHost checks that an HTTP/1.0 request without a Host
+// header reaches the upstream naming the address the client connected to,
+// not the upstream's own address.
+func TestHTTP10WithoutHost(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Host)
+	}))
+	t.Cleanup(up.Close)
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(up)})},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "a")},
+	}
+	_, fe := front(t, cfg, Options{})
+	listenAddr := strings.TrimPrefix(fe.URL, "http://")
+	c, err := net.Dial("tcp", listenAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if string(body) != listenAddr {
+		t.Fatalf("upstream saw Host %q, want the listener's %q (upstream is %s)", body, listenAddr, addr(up))
 	}
 }
