@@ -103,6 +103,9 @@ func (x *exchange) serve() {
 // §3). It reports false when the path must be answered 400.
 func (x *exchange) buildView() bool {
 	r := x.in
+	if r.URL.Opaque != "" {
+		return false // "GET a:b HTTP/1.1": no path to route or forward
+	}
 	if x.l.normalize && strings.IndexByte(r.RequestURI, '#') >= 0 {
 		return false // §3.1 step 1: Go would have escaped it to %23
 	}

@@ -149,31 +149,33 @@ func TestMiddlewares(t *testing.T) {
 	}
 }
 
-// TestFragmentRefused sends a raw request target with a '#', which Go's
-// server would escape to %23: it is answered 400 (rules-semantics.md §3.1
-// step 1), not routed.
-func TestFragmentRefused(t *testing.T) {
+// TestOddTargetsRefused sends raw request targets that must be answered
+// 400 by edgeway, not routed: a '#' (which Go's server would escape to %23;
+// rules-semantics.md §3.1 step 1) and an opaque target with no path.
+func TestOddTargetsRefused(t *testing.T) {
 	t.Parallel()
 	up := backend(t, "a")
 	cfg := &conf.Config{
 		Listeners: []conf.Listener{testListener()},
 		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(up)})},
-		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "a")},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`) || Host(`x`)", "a")},
 	}
 	_, fe := front(t, cfg, Options{})
-	c, err := net.Dial("tcp", strings.TrimPrefix(fe.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(c, "GET /a#b HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Upstream") != "" {
-		t.Fatalf("status %d from %q, want 400 from edgeway", resp.StatusCode, resp.Header.Get("X-Upstream"))
+	for _, target := range []string{"/a#b", "a:0"} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(fe.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Upstream") != "" {
+			t.Errorf("%s: status %d from %q, want 400 from edgeway", target, resp.StatusCode, resp.Header.Get("X-Upstream"))
+		}
 	}
 }
 

@@ -84,6 +84,9 @@ func writeFraming(w *bufio.Writer, req *http.Request, method string, hasBody boo
 // writeTarget writes the request target without building it as a string.
 func writeTarget(w *bufio.Writer, req *http.Request, method string) error {
 	u := req.URL
+	if u.Opaque != "" && method != "CONNECT" {
+		return errBadURI // only CONNECT's authority-form is opaque here
+	}
 	if u.Opaque != "" || (method == "CONNECT" && u.Path == "") {
 		t := u.RequestURI()
 		if method == "CONNECT" && u.Opaque == "" {
@@ -99,7 +102,8 @@ func writeTarget(w *bufio.Writer, req *http.Request, method string) error {
 	if p == "" {
 		p = "/"
 	}
-	if !validTarget(p) || !validTarget(u.RawQuery) {
+	// origin-form is an absolute path; "*" only for OPTIONS (RFC 9112 §3.2).
+	if (p[0] != '/' && (p != "*" || method != "OPTIONS")) || !validTarget(p) || !validTarget(u.RawQuery) {
 		return errBadURI
 	}
 	w.WriteString(p)
