@@ -63,7 +63,7 @@ func TestH2SpecConformance(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "h2spec.xml")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, bin, "-h", "127.0.0.1", "-p", port, "-o", "2", "-j", report).CombinedOutput()
+	out, _ := exec.CommandContext(ctx, bin, "-h", "127.0.0.1", "-p", port, "-o", "5", "-j", report).CombinedOutput()
 	raw, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatalf("h2spec wrote no report (%v):\n%s", err, out)
