@@ -90,15 +90,3 @@ func body(res *http.Response) string {
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
 }
-
-// waitFor polls cond until it holds or the test deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(ioTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 func okHandler() http.Handler {
@@ -122,7 +123,7 @@ func TestShutdownGraceful(t *testing.T) {
 	<-entered
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
-	waitFor(t, "listener closed", func() bool {
+	testutil.WaitFor(t, "listener closed", func() bool {
 		nc, err := net.Dial("tcp", s.Addr().String())
 		if err == nil {
 			nc.Close()

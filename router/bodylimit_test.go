@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // limitFront is a router whose listener allows limit body bytes, in front of
@@ -92,7 +93,7 @@ func TestBodyLimit(t *testing.T) {
 					t.Errorf("upstream body error = %v, want an error: %v", err, tc.upErr)
 				}
 			}
-			waitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
+			testutil.WaitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
 			if a, _, _ := access.find("request"); a["status"] != strconv.Itoa(tc.status) {
 				t.Errorf("access log status = %q, want %d", a["status"], tc.status)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // logSink records log records for assertions.
@@ -162,7 +163,7 @@ func TestClientGone(t *testing.T) {
 	<-arrived
 	cancel()
 	<-errc
-	waitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
+	testutil.WaitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
 	attrs, _, _ := access.find("request")
 	if attrs["status"] != "499" {
 		t.Errorf("access log status = %q, want 499", attrs["status"])
@@ -186,7 +187,7 @@ func TestAccessLog(t *testing.T) {
 	req.Body = io.NopCloser(strings.NewReader("12345"))
 	req.ContentLength = 5
 	do(t, nil, req)
-	waitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
+	testutil.WaitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
 	got, _, _ := access.find("request")
 	want := map[string]string{"method": "POST", "host": "h.example", "path": "/p", "status": "200",
 		"bytes_in": "5", "bytes_out": "1", "route": "all", "upstream": "a", "server": addr(a)}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 	"github.com/edgeway/edgeway/routes/rule"
 )
 
@@ -54,7 +55,7 @@ func TestApplyWhileServing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%20 == 0 {
-			waitFor(t, "requests between swaps", func() bool { return ok.Load() > int64(i) })
+			testutil.WaitFor(t, "requests between swaps", func() bool { return ok.Load() > int64(i) })
 		}
 	}
 	stop.Store(true)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 func TestRoundTripErrors(t *testing.T) {
@@ -179,7 +180,7 @@ func TestStaleIdlePeeked(t *testing.T) {
 		c.idleAt -= int64(time.Second)
 	}
 	hp.mu.Unlock()
-	waitFor(t, "the close to reach the client", func() bool {
+	testutil.WaitFor(t, "the close to reach the client", func() bool {
 		hp.mu.Lock()
 		defer hp.mu.Unlock()
 		return len(hp.idle) == 1 && !alive(hp.idle[0].nc)
@@ -237,16 +238,5 @@ func TestIdleTimeoutOnCheckout(t *testing.T) {
 	tr.reap()
 	if n := tr.IdleConns(); n != 0 {
 		t.Errorf("%d idle connections after reaping", n)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

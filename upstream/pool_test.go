@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 func upstreamConf(name string, weights ...int) conf.Upstream {
@@ -131,5 +132,5 @@ func TestPoolCloseDrains(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	s.Done(Success)
-	waitFor(t, "idle connection closed", func() bool { return closed.Load() == 1 })
+	testutil.WaitFor(t, "idle connection closed", func() bool { return closed.Load() == 1 })
 }

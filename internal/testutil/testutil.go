@@ -222,3 +222,10 @@ func RequireCurl(t testing.TB) {
 		t.Fatal("curl not found: install it (apt-get install curl); .ci/run does")
 	}
 }
+
+// WaitFor polls cond until it holds, failing the test after 10 s with what
+// it was waiting for.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	Eventually(t, 10*time.Second, cond, "waiting for %s", what)
+}
