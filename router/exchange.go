@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -39,6 +40,7 @@ type exchange struct {
 	outcome upstream.Outcome
 	status  int // status for the log when none was written (499)
 	tap     *bodyTap
+	tunnel  io.Closer       // the upstream side of a 101, until ReverseProxy owns it
 	octx    context.Context // outbound request context
 	cancel  context.CancelCauseFunc
 
@@ -278,5 +280,6 @@ func (x *exchange) reset() {
 	x.origPath, x.reqPath, x.path, x.query = "", "", "", ""
 	x.rt, x.server, x.outcome, x.status = nil, nil, upstream.Success, 0
 	x.tap, x.octx, x.cancel, x.body, x.buf = nil, nil, nil, respBody{}, x.buf[:0]
+	x.tunnel = nil
 	x.proxy.Transport = nil
 }

@@ -35,6 +35,10 @@ func monotonic() int64 { return int64(time.Since(epoch)) }
 
 type watchdog struct {
 	last atomic.Int64 // monotonic ns of the last progress
+	// reading counts reads of the client's request body in progress: when
+	// the timer fires during an upload, a read in progress means the
+	// client stalled; none means the upstream stopped taking the body.
+	reading atomic.Int32
 
 	mu     sync.Mutex
 	timer  *time.Timer
@@ -112,7 +116,7 @@ func (d *watchdog) fire() {
 		d.timer.Reset(d.idle - quiet)
 		return
 	}
-	if d.phases&phaseUpload != 0 {
+	if d.phases&phaseUpload != 0 && d.reading.Load() > 0 {
 		d.cancel(errClientIdle)
 		_ = http.NewResponseController(d.w).SetReadDeadline(time.Now())
 	} else {
@@ -140,7 +144,9 @@ func (t *bodyTap) Read(p []byte) (int, error) {
 	if t.exceeded() {
 		return 0, &http.MaxBytesError{Limit: t.limit}
 	}
+	t.wd.reading.Add(1)
 	n, err := t.rc.Read(p)
+	t.wd.reading.Add(-1)
 	if n > 0 {
 		var lerr error
 		n, lerr = limitRead(n, t.n.Add(int64(n)), t.limit)

@@ -96,3 +96,30 @@ func TestIdleSlowButMoving(t *testing.T) {
 		t.Errorf("got %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestIdleUpstreamNotReading has an upstream that takes the request head
+// and then reads nothing: the upload stalls on edgeway's side, not the
+// client's, so the answer is 504 (an upstream failure), not 408.
+func TestIdleUpstreamNotReading(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	fe := proxyTo(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // the server notices no close while a body is unread
+	}), shortIdle)
+	t.Cleanup(func() { close(release) }) // runs before the upstream's Close
+	start := time.Now()
+	req := newReq(t, "POST", fe.URL+"/up")
+	req.Body = io.NopCloser(io.LimitReader(&pattern{}, 64<<20))
+	req.ContentLength = 64 << 20
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("status = %d, want 504", resp.StatusCode)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("answered after %v", d)
+	}
+}

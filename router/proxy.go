@@ -132,6 +132,7 @@ func (x *exchange) modifyResponse(resp *http.Response) error {
 		// The tunnel is ReverseProxy's from here; its body is the raw
 		// backend connection and must stay unwrapped.
 		x.status = http.StatusSwitchingProtocols
+		x.tunnel = resp.Body
 		return nil
 	}
 	applyHeaders(resp.Header, x.rt.chain.respHeader)
@@ -145,7 +146,7 @@ func (x *exchange) modifyResponse(resp *http.Response) error {
 
 var (
 	errClientIdle   = errors.New("request body idle timeout")
-	errUpstreamIdle = errors.New("response body idle timeout")
+	errUpstreamIdle = errors.New("upstream idle timeout: no response progress, or the request body not taken")
 )
 
 // proxyError answers a failed exchange: 502 when the server could not be
@@ -155,6 +156,13 @@ var (
 // cause goes to the error log. A client that went away gets nothing and is
 // logged at Debug with status 499.
 func (x *exchange) proxyError(w http.ResponseWriter, req *http.Request, err error) {
+	if x.tunnel != nil {
+		// ReverseProxy refused the 101 (a mismatched protocol, a client
+		// connection it cannot hijack) without closing the upstream
+		// connection it was handed.
+		x.tunnel.Close()
+		x.tunnel = nil
+	}
 	code, outcome := classify(x.in.Context(), req.Context(), err)
 	x.outcome = outcome
 	level, msg := slog.LevelWarn, "upstream request failed"

@@ -4,6 +4,9 @@ package upstream
 
 import "net"
 
-// alive cannot peek on this platform; the retry on a reused connection
-// covers an idle close for idempotent requests.
-func alive(net.Conn) bool { return true }
+// prober is a no-op where a non-blocking peek is not available.
+type prober struct{}
+
+func newProber(net.Conn) *prober { return nil }
+
+func (p *prober) alive() bool { return true }

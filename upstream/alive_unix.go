@@ -5,27 +5,46 @@ package upstream
 import (
 	"net"
 	"syscall"
+	"unsafe"
 )
 
-// alive peeks at an idle connection without blocking: it is alive when
-// nothing can be read yet. EOF means the server closed it; unexpected bytes
-// mean its framing is unknown; either way it must not be used.
-func alive(nc net.Conn) bool {
+// prober peeks at an idle connection without blocking. It is built once
+// per connection so that a check allocates nothing: one recvfrom(2) with
+// MSG_PEEK|MSG_DONTWAIT.
+type prober struct {
+	rc   syscall.RawConn
+	ok   bool
+	b    [1]byte
+	peek func(fd uintptr) bool
+}
+
+func newProber(nc net.Conn) *prober {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return true
+		return nil
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
-	ok = false
-	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		_ = n
-		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+	p := &prober{rc: rc}
+	p.peek = func(fd uintptr) bool {
+		_, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.b[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		p.ok = errno == syscall.EAGAIN || errno == syscall.EWOULDBLOCK
 		return true
-	})
-	return err == nil && ok
+	}
+	return p
+}
+
+// alive reports whether the connection can carry a new request: nothing
+// can be read from it yet. EOF means the server closed it; bytes mean it
+// sent something no request asked for, so its framing is unknown; either
+// way it must not be used.
+func (p *prober) alive() bool {
+	if p == nil {
+		return true
+	}
+	p.ok = false
+	return p.rc.Read(p.peek) == nil && p.ok
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"strings"
 	"sync"
 	"time"
 )
@@ -23,8 +24,9 @@ type conn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	abort  func() // closes nc; bound once for context.AfterFunc
-	idleAt int64  // monotonic ns when it was pooled
-	reused bool   // it served an earlier exchange
+	probe  *prober
+	idleAt int64 // monotonic ns when it was pooled
+	reused bool  // it served an earlier exchange
 
 	// Request body streaming: the writer goroutine reports on wdone; mu
 	// orders its response-timeout arming against the reader's head end.
@@ -37,6 +39,7 @@ type conn struct {
 func newConn(nc net.Conn, hp *hostPool) *conn {
 	c := &conn{nc: nc, hp: hp, cr: countingReader{c: nc}, wdone: make(chan error, 1)}
 	c.abort = func() { c.nc.Close() }
+	c.probe = newProber(nc)
 	return c
 }
 
@@ -99,10 +102,36 @@ func (c *conn) roundTrip(req *http.Request) (resp *http.Response, err error, ret
 	resp, err = c.readHead(req, hasBody)
 	if err != nil {
 		c.drop(stop)
-		retry = c.reused && !hasBody && c.cr.n == 0 && idempotent(req.Method)
+		// Only the keep-alive race (the server closed the idle connection
+		// as the request went out: EOF or reset before any byte) is
+		// retried; a timeout is not, or the wait would double.
+		retry = c.reused && !hasBody && c.cr.n == 0 && idempotent(req.Method) && !isTimeout(err)
 		return nil, c.failure(ctx, kindOf(err), err), retry
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols && !upgradeAgreed(req.Header, resp.Header) {
+		c.drop(stop)
+		return nil, &Error{Kind: KindProtocol, Addr: c.hp.addr, Err: errBadSwitch}, false
+	}
 	return c.wrap(req, resp, hasBody, stop), nil, false
+}
+
+// upgradeAgreed reports whether a 101 answers an upgrade the request asked
+// for: the request offered an Upgrade and the response names the same
+// protocol (RFC 9110 §7.8). Any other 101 would turn the client connection
+// into a raw pipe nobody asked for.
+func upgradeAgreed(req, resp http.Header) bool {
+	chosen := strings.TrimSpace(resp.Get("Upgrade"))
+	if chosen == "" {
+		return false
+	}
+	for _, v := range req["Upgrade"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), chosen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // armTimeout starts the response-header timeout; for a request with a
@@ -173,6 +202,11 @@ func kindOf(err error) Kind {
 		return KindRead
 	}
 	return KindProtocol
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func idempotent(method string) bool {

@@ -63,4 +63,5 @@ var (
 	errBadURI         = errors.New("invalid request target")
 	errBadHost        = errors.New("invalid Host header")
 	errBadHeader      = errors.New("invalid header field")
+	errBadSwitch      = errors.New("101 Switching Protocols to an upgrade the request did not offer")
 )

@@ -173,10 +173,6 @@ type hostPool struct {
 	idle []*conn // oldest first
 }
 
-// staleCheckAfter is the idleness after which a pooled connection is
-// peeked at before use, to catch a server that closed it meanwhile.
-const staleCheckAfter = int64(100 * time.Millisecond)
-
 // get returns an idle connection or dials a new one.
 func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 	now := monotonic()
@@ -192,7 +188,12 @@ func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 		hp.idle = hp.idle[:n-1]
 		hp.mu.Unlock()
 		age := now - c.idleAt
-		if (hp.t.idleTimeout > 0 && age > int64(hp.t.idleTimeout)) || (age > staleCheckAfter && !alive(c.nc)) {
+		// Every reuse peeks first: a server that closed the connection, or
+		// one that sent bytes after its last response (a body after a HEAD
+		// or 204 answer, a response nobody asked for), must not be handed
+		// the next request, or that request would read those bytes as its
+		// response.
+		if (hp.t.idleTimeout > 0 && age > int64(hp.t.idleTimeout)) || !c.probe.alive() {
 			c.nc.Close()
 			continue
 		}
