@@ -3,8 +3,8 @@ package conf
 import (
 	"errors"
 	"net/textproto"
-	"strings"
 
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes"
 	"github.com/edgeway/edgeway/routes/rule"
 )
@@ -146,7 +146,7 @@ func listeners(b *builder, r *draft, d *routes.Directive) {
 func prefix(kind MiddlewareKind) handler[*draft] {
 	return func(b *builder, r *draft, d *routes.Directive) {
 		a := d.Args[0]
-		if len(a.Value) == 0 || a.Value[0] != '/' || !validHeaderValue(a.Value) {
+		if len(a.Value) == 0 || a.Value[0] != '/' || !httpsyntax.ValidFieldValue(a.Value) {
 			b.errorf(a.Pos, "%s: expected a path starting with \"/\", got %s", d.Name, a)
 			return
 		}
@@ -158,14 +158,14 @@ func prefix(kind MiddlewareKind) handler[*draft] {
 func header(kind MiddlewareKind) handler[*draft] {
 	return func(b *builder, r *draft, d *routes.Directive) {
 		name := d.Args[0]
-		if !validHeaderName(name.Value) {
+		if !httpsyntax.ValidToken(name.Value) {
 			b.errorf(name.Pos, "%s: invalid header name %s", d.Name, name)
 			return
 		}
 		m := Middleware{Kind: kind, Name: textproto.CanonicalMIMEHeaderKey(name.Value), Pos: b.pos(d.Pos)}
 		if len(d.Args) > 1 {
 			v := d.Args[1]
-			if !validHeaderValue(v.Value) {
+			if !httpsyntax.ValidFieldValue(v.Value) {
 				b.errorf(v.Pos, "%s: invalid header value %s (control characters are not allowed)", d.Name, v)
 				return
 			}
@@ -178,7 +178,7 @@ func header(kind MiddlewareKind) handler[*draft] {
 func redirect(b *builder, r *draft, d *routes.Directive) {
 	code, ok := b.code(d, func(c int) bool { return c == 301 || c == 302 || c == 303 || c == 307 || c == 308 }, "301, 302, 303, 307 or 308")
 	target := d.Args[1]
-	if target.Value == "" || !validHeaderValue(target.Value) {
+	if target.Value == "" || !httpsyntax.ValidFieldValue(target.Value) {
 		b.errorf(target.Pos, "redirect: invalid target %s (expected a URL or path)", target)
 		ok = false
 	}
@@ -232,29 +232,4 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// validHeaderName reports whether s is an RFC 9110 token (§5.1).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 || c <= ' ' || c == 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether s can be sent as a field value: no
-// control characters other than tab (RFC 9110 §5.5).
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

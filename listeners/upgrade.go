@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"net"
 	"net/http"
-	"strings"
+
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 // guardUpgrades enforces the Upgrade contract with the framing guard: after
@@ -20,9 +21,7 @@ func guardUpgrades(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if hasToken(r.Header["Upgrade"], "h2c") {
-			stripH2CUpgrade(r.Header)
-		}
+		httpsyntax.StripH2CUpgrade(r.Header)
 		cw := &closeWriter{ResponseWriter: w}
 		h.ServeHTTP(cw, r)
 		switch {
@@ -111,35 +110,3 @@ func (c *prereadConn) Read(p []byte) (int, error) {
 
 // Unwrap returns the server's ResponseWriter.
 func (w *closeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// hasToken reports whether a comma-separated list in vals holds tok.
-func hasToken(vals []string, tok string) bool {
-	for _, v := range vals {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(f), tok) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// stripH2CUpgrade removes the h2c upgrade request (RFC 7540 §3.2): the
-// Upgrade and HTTP2-Settings fields and their Connection options.
-func stripH2CUpgrade(h http.Header) {
-	h.Del("Upgrade")
-	h.Del("Http2-Settings")
-	var keep []string
-	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			f = strings.TrimSpace(f)
-			if f != "" && !strings.EqualFold(f, "upgrade") && !strings.EqualFold(f, "http2-settings") {
-				keep = append(keep, f)
-			}
-		}
-	}
-	h.Del("Connection")
-	if len(keep) > 0 {
-		h.Set("Connection", strings.Join(keep, ", "))
-	}
-}

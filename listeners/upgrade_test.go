@@ -99,25 +99,3 @@ func TestH2CUpgradeNotTunneled(t *testing.T) {
 		t.Fatalf("handler saw %q", got)
 	}
 }
-
-func TestHasToken(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		desc string
-		vals []string
-		want bool
-	}{
-		{desc: "alone", vals: []string{"h2c"}, want: true},
-		{desc: "in list with case", vals: []string{"websocket", " foo, H2C "}, want: true},
-		{desc: "prefix only", vals: []string{"h2cx"}, want: false},
-		{desc: "none", vals: nil, want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.desc, func(t *testing.T) {
-			t.Parallel()
-			if got := hasToken(tt.vals, "h2c"); got != tt.want {
-				t.Fatalf("hasToken(%q) = %v", tt.vals, got)
-			}
-		})
-	}
-}

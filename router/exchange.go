@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes/rule"
 	"github.com/edgeway/edgeway/upstream"
 )
@@ -82,7 +83,7 @@ func (x *exchange) serve() {
 	if !x.trusted {
 		stripForwarded(h)
 	}
-	stripH2C(h)
+	httpsyntax.StripH2CUpgrade(h) // never tunneled; the listener strips it too
 	stripConnectionOptions(h)
 	if !x.buildView() {
 		x.plainError(http.StatusBadRequest)
@@ -238,22 +239,6 @@ func stripConnectionOptions(h http.Header) {
 				continue
 			}
 			h.Del(tok)
-		}
-	}
-}
-
-// stripH2C drops an `Upgrade: h2c` offer: cleartext HTTP/2 upgrades are
-// never tunneled to an upstream (the listener handles h2c itself). With
-// Upgrade gone, ReverseProxy treats Connection's tokens as hop-by-hop and
-// removes HTTP2-Settings with them.
-func stripH2C(h http.Header) {
-	for _, v := range h["Upgrade"] {
-		for tok := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(tok), "h2c") {
-				delete(h, "Upgrade")
-				delete(h, "Http2-Settings")
-				return
-			}
 		}
 	}
 }

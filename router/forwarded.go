@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes/rule"
 )
 
@@ -80,7 +81,7 @@ func appendForwarded(b []byte, ip, host, proto string) []byte {
 func appendTokenOrQuoted(b []byte, v string) []byte {
 	token := true
 	for i := range len(v) {
-		if !isTokenChar(v[i]) {
+		if !httpsyntax.IsTokenChar(v[i]) {
 			token = false
 			break
 		}
@@ -96,15 +97,6 @@ func appendTokenOrQuoted(b []byte, v string) []byte {
 		b = append(b, v[i])
 	}
 	return append(b, '"')
-}
-
-// isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2).
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // matchHeader is the request header as rules see it (rules-semantics.md

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 // conn is one connection to a server. It serves one exchange at a time;
@@ -121,17 +123,7 @@ func (c *conn) roundTrip(req *http.Request) (resp *http.Response, err error, ret
 // into a raw pipe nobody asked for.
 func upgradeAgreed(req, resp http.Header) bool {
 	chosen := strings.TrimSpace(resp.Get("Upgrade"))
-	if chosen == "" {
-		return false
-	}
-	for _, v := range req["Upgrade"] {
-		for tok := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(tok), chosen) {
-				return true
-			}
-		}
-	}
-	return false
+	return chosen != "" && httpsyntax.HasToken(req["Upgrade"], chosen)
 }
 
 // armTimeout starts the response-header timeout; for a request with a

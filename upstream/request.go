@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 // writeHead buffers the request line and headers. The body is framed by
@@ -19,7 +21,7 @@ func writeHead(w *bufio.Writer, req *http.Request, hasBody bool) error {
 	if method == "" {
 		method = "GET"
 	}
-	if !validToken(method) {
+	if !httpsyntax.ValidToken(method) {
 		return errBadMethod
 	}
 	w.WriteString(method)
@@ -64,7 +66,7 @@ func writeFraming(w *bufio.Writer, req *http.Request, method string, hasBody boo
 		if len(req.Trailer) > 0 {
 			keys := make([]string, 0, len(req.Trailer))
 			for k := range req.Trailer {
-				if validToken(k) {
+				if httpsyntax.ValidToken(k) {
 					keys = append(keys, k)
 				}
 			}
@@ -130,11 +132,11 @@ func writeHeader(w *bufio.Writer, h http.Header, head bool) error {
 		if head && (excluded(k) || (k == "User-Agent" && len(vv) > 0 && vv[0] == "")) {
 			continue
 		}
-		if !validToken(k) {
+		if !httpsyntax.ValidToken(k) {
 			return errBadHeader
 		}
 		for _, v := range vv {
-			if !validFieldValue(v) {
+			if !httpsyntax.ValidFieldValue(v) {
 				return errBadHeader
 			}
 			w.WriteString(k)
