@@ -118,10 +118,7 @@ func TestDirectives(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
-			src := tt.base
-			if strings.Contains(src, "%s") {
-				src = strings.Replace(src, "%s", tt.line, 1)
-			}
+			src := strings.Replace(tt.base, "%s", tt.line, 1)
 			cfg, err := loadString(t, src)
 			if tt.err == "" {
 				if err != nil {

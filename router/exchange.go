@@ -68,11 +68,9 @@ func newExchange(r *Router) *exchange {
 func (x *exchange) begin(w http.ResponseWriter, r *http.Request, l *httpListener) {
 	x.start = time.Now()
 	x.w.w, x.in, x.l = w, r, l
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		x.peer = ap.Addr()
-	}
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		x.clientIP = host
+		x.peer, _ = netip.ParseAddr(host) // zero when unparsable
 	}
 	x.trusted = l.trusts(x.peer)
 }

@@ -34,10 +34,9 @@ func (x *exchange) forward() {
 		return
 	}
 	x.server = s
-	cfg := pool.Config()
 	ctx, cancel := context.WithCancelCause(x.in.Context())
 	x.octx, x.cancel = ctx, cancel
-	gen := x.wd.start(x.w.w, cancel, cfg.IdleTimeout)
+	gen := x.wd.start(x.w.w, cancel, pool.IdleTimeout())
 	req := x.in.WithContext(ctx)
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
 		x.tap = &bodyTap{rc: req.Body, wd: &x.wd, gen: gen, limit: x.l.maxBody}

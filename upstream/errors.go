@@ -57,7 +57,6 @@ func (e *Error) Timeout() bool {
 var (
 	errHeaderTooLarge = errors.New("response headers exceed 1 MiB")
 	errTooMany1xx     = errors.New("too many 1xx responses")
-	errClosed         = errors.New("transport closed")
 	errBodyShort      = errors.New("request body shorter than its Content-Length")
 	errBadMethod      = errors.New("invalid method")
 	errBadURI         = errors.New("invalid request target")

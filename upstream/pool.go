@@ -107,6 +107,10 @@ func (p *Pool) Name() string { return p.cfg.Name }
 // Config returns the configuration the pool was built from.
 func (p *Pool) Config() conf.Upstream { return p.cfg }
 
+// IdleTimeout is the upstream's idle_timeout, read per request without
+// copying the whole configuration.
+func (p *Pool) IdleTimeout() time.Duration { return p.cfg.IdleTimeout }
+
 // Servers lists the pool's servers in configuration order. The slice must
 // not be modified.
 func (p *Pool) Servers() []*Server { return p.servers }
