@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // TestStrayBytesNeverAnswerTheNextRequest has an upstream send more than
@@ -75,17 +76,11 @@ func TestStrayBytesNeverAnswerTheNextRequest(t *testing.T) {
 // readable, as they would be by the time a busy proxy reuses it.
 func waitIdle(t *testing.T, hp *hostPool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testutil.WaitFor(t, "the stray bytes", func() bool {
 		hp.mu.Lock()
-		ready := len(hp.idle) == 0 || !hp.idle[0].probe.alive()
-		hp.mu.Unlock()
-		if ready {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("the stray bytes never arrived")
+		defer hp.mu.Unlock()
+		return len(hp.idle) == 0 || !hp.idle[0].probe.alive()
+	})
 }
 
 // TestSwitchingProtocolsOnlyWhenAsked refuses a 101 that does not answer
