@@ -3,43 +3,35 @@ package router
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // statusClientClosed is logged when the client went away before an answer
 // (nginx's 499); it is never sent.
 const statusClientClosed = 499
 
-// respWriter counts what is written to the client. It keeps the wrapped
-// writer reachable through Unwrap, so http.ResponseController (flush,
-// hijack for 101 Switching Protocols, deadlines) still works.
+// respWriter counts what is written to the client.
 type respWriter struct {
-	w      http.ResponseWriter
+	w      httpmsg.ResponseWriter
 	status int
 	n      int64
 }
 
-func (w *respWriter) Header() http.Header { return w.w.Header() }
-
-func (w *respWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
+// WriteHead records a final status and sends the head.
+func (w *respWriter) WriteHead(code int, h httpmsg.Header, bodyLen int64) error {
+	if w.status == 0 && (code >= 200 || code == 101) {
 		w.status = code
 	}
-	w.w.WriteHeader(code)
+	return w.w.WriteHead(code, h, bodyLen)
 }
 
 func (w *respWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
 	n, err := w.w.Write(p)
 	w.n += int64(n)
 	return n, err
 }
-
-// Unwrap returns the wrapped writer (for http.ResponseController).
-func (w *respWriter) Unwrap() http.ResponseWriter { return w.w }
 
 func (r *Router) logAccess(x *exchange) {
 	ctx := context.Background()
@@ -54,7 +46,7 @@ func (r *Router) logAccess(x *exchange) {
 		server = x.server.Addr
 	}
 	r.access.LogAttrs(ctx, slog.LevelInfo, "request",
-		slog.String("client", x.in.RemoteAddr),
+		slog.String("client", x.in.RemoteAddr.String()),
 		slog.String("method", x.in.Method),
 		slog.String("host", x.in.Host),
 		slog.String("path", x.origPath),
@@ -66,4 +58,18 @@ func (r *Router) logAccess(x *exchange) {
 		slog.String("upstream", up),
 		slog.String("server", server),
 	)
+}
+
+func (x *exchange) bytesIn() int64 {
+	if x.tap == nil {
+		return 0
+	}
+	return x.tap.n.Load()
+}
+
+func (x *exchange) logStatus() int {
+	if x.status != 0 {
+		return x.status
+	}
+	return x.w.status
 }

@@ -3,9 +3,9 @@ package router
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // Request body limit (conf.Listener.MaxBodyBytes).
@@ -13,11 +13,11 @@ import (
 // A declared Content-Length over the limit is answered 413 before a server
 // is picked. A body of unknown length (chunked) is counted by the bodyTap
 // as it streams; the Read that crosses the limit fails with
-// *http.MaxBytesError, which makes the transport abort the upstream request
-// and close that connection, and proxyError turns it into 413 when no
-// response has started (otherwise ReverseProxy aborts the client
-// connection). Either way the client's body is left unread, so an HTTP/1
-// connection is closed after the 413.
+// errBodyTooLarge, which makes the upstream client abort the request and
+// close that connection, and proxyError turns it into 413 when no response
+// has started (otherwise the client connection is aborted). Either way the
+// client's body is left unread, so the front end closes an HTTP/1
+// connection after the 413 unless it can drain the rest.
 
 // bodyLimit is the limit a listener enforces: the zero value of the field
 // means the default, a negative one no limit (returned as 0).
@@ -32,8 +32,6 @@ func bodyLimit(lc conf.Listener) int64 {
 	}
 }
 
-var connClose = []string{"close"}
-
 // refuseLargeBody answers 413 when the request declares a body longer than
 // the listener allows, and reports whether it did.
 func (x *exchange) refuseLargeBody() bool {
@@ -44,23 +42,26 @@ func (x *exchange) refuseLargeBody() bool {
 	x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "request body too large",
 		slog.String("route", x.rt.name), slog.Int64("content_length", x.in.ContentLength),
 		slog.Int64("max_body_bytes", limit))
-	x.tooLarge(&x.w)
+	x.tooLarge()
 	return true
 }
 
 // tooLarge answers 413. The body is unread, so an HTTP/1 connection must
-// not be reused; on HTTP/2 only the stream ends (Connection: close would
-// make the server close the whole connection).
-func (x *exchange) tooLarge(w http.ResponseWriter) {
+// not be reused; on HTTP/2 only the stream ends.
+func (x *exchange) tooLarge() {
+	h := x.errorHeader()
 	if x.in.ProtoMajor == 1 {
-		w.Header()["Connection"] = connClose
+		h = append(h, httpmsg.Field{Name: "Connection", Value: "close"})
 	}
-	code := http.StatusRequestEntityTooLarge
-	http.Error(w, http.StatusText(code), code)
+	x.respHdr = h
+	body := errorBodies[413]
+	if x.w.WriteHead(413, h, int64(len(body))) == nil {
+		x.w.Write(body)
+	}
 }
 
 // limitRead cuts a read that takes the body past limit: it passes on the
-// bytes up to the limit and returns *http.MaxBytesError. total is the
+// bytes up to the limit and returns errBodyTooLarge. total is the
 // byte count including this read.
 func limitRead(n int, total, limit int64) (int, error) {
 	if limit <= 0 || total <= limit {
@@ -70,5 +71,5 @@ func limitRead(n int, total, limit int64) (int, error) {
 	if over > int64(n) {
 		over = int64(n)
 	}
-	return n - int(over), &http.MaxBytesError{Limit: limit}
+	return n - int(over), errBodyTooLarge
 }

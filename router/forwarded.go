@@ -1,9 +1,9 @@
 package router
 
 import (
-	"net/http"
 	"strings"
 
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes/rule"
 )
@@ -13,48 +13,48 @@ var (
 	protoHTTPS = []string{"https"}
 )
 
-// setForwarded sets X-Forwarded-For, -Proto, -Host and Forwarded (RFC 7239)
-// on the outbound header h. From a trusted peer the incoming values are
-// kept: For and Forwarded are appended to, Proto and Host kept when
+// setForwarded appends X-Forwarded-For, -Proto, -Host and Forwarded (RFC
+// 7239) to the outbound fields h. From a trusted peer the incoming values
+// are kept: For and Forwarded are appended to, Proto and Host kept when
 // present. From any other peer they were already deleted and are replaced.
-func (x *exchange) setForwarded(h http.Header, in *http.Request) {
-	proto, protoVals := "http", protoHTTP
-	if in.TLS != nil {
-		proto, protoVals = "https", protoHTTPS
+// The values are built in the exchange's buffers: no allocation.
+func (x *exchange) setForwarded(h httpmsg.Header) httpmsg.Header {
+	in := x.in
+	proto := "http"
+	if in.TLS {
+		proto = "https"
 	}
-	xff := x.clientIP
-	var priorFwd []string
-	if x.trusted {
-		if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
-			xff = strings.Join(prior, ", ") + ", " + xff
-		}
-		priorFwd = in.Header["Forwarded"]
-	}
-	// One backing array for the three new values: one allocation, each
-	// value cap-limited so an append elsewhere copies.
-	vals := make([]string, 3)
-	if xff != "" {
-		vals[0] = xff
-		h["X-Forwarded-For"] = vals[0:1:1]
-	}
-	if v := in.Header["X-Forwarded-Proto"]; x.trusted && len(v) > 0 {
-		h["X-Forwarded-Proto"] = v
-	} else {
-		h["X-Forwarded-Proto"] = protoVals
-	}
-	if v := in.Header["X-Forwarded-Host"]; x.trusted && len(v) > 0 {
-		h["X-Forwarded-Host"] = v
-	} else if in.Host != "" {
-		vals[1] = in.Host
-		h["X-Forwarded-Host"] = vals[1:2:2]
-	}
+	x.xff = x.xff[:0]
 	x.buf = x.buf[:0]
-	for _, v := range priorFwd {
-		x.buf = append(append(x.buf, v...), ", "...)
+	for _, f := range in.Header {
+		switch {
+		case !x.trusted:
+		case httpmsg.EqualFold(f.Name, "X-Forwarded-For"):
+			x.xff = append(append(x.xff, f.Value...), ", "...)
+		case httpmsg.EqualFold(f.Name, "Forwarded"):
+			x.buf = append(append(x.buf, f.Value...), ", "...)
+		}
+	}
+	if x.clientIP != "" {
+		x.xff = append(x.xff, x.clientIP...)
+	} else if n := len(x.xff); n > 0 {
+		x.xff = x.xff[:n-2]
+	}
+	if len(x.xff) > 0 {
+		h = append(h, httpmsg.Field{Name: "X-Forwarded-For", Value: bytesString(x.xff)})
+	}
+	if v := in.Header.Get("X-Forwarded-Proto"); x.trusted && v != "" {
+		h = append(h, httpmsg.Field{Name: "X-Forwarded-Proto", Value: v})
+	} else {
+		h = append(h, httpmsg.Field{Name: "X-Forwarded-Proto", Value: proto})
+	}
+	if v := in.Header.Get("X-Forwarded-Host"); x.trusted && v != "" {
+		h = append(h, httpmsg.Field{Name: "X-Forwarded-Host", Value: v})
+	} else if in.Host != "" {
+		h = append(h, httpmsg.Field{Name: "X-Forwarded-Host", Value: in.Host})
 	}
 	x.buf = appendForwarded(x.buf, x.clientIP, in.Host, proto)
-	vals[2] = string(x.buf)
-	h["Forwarded"] = vals[2:3:3]
+	return append(h, httpmsg.Field{Name: "Forwarded", Value: bytesString(x.buf)})
 }
 
 // appendForwarded appends one RFC 7239 forwarded-element. An IPv6 node is

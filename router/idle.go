@@ -2,11 +2,13 @@ package router
 
 import (
 	"context"
+	"errors"
 	"io"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // Idle timeout while streaming (conf.Upstream.IdleTimeout).
@@ -46,7 +48,7 @@ type watchdog struct {
 	idle   time.Duration
 	phases int
 	cancel context.CancelCauseFunc
-	w      http.ResponseWriter // client writer, for SetReadDeadline
+	w      httpmsg.ResponseWriter // client writer, for SetReadDeadline
 }
 
 func (d *watchdog) init() {
@@ -54,14 +56,12 @@ func (d *watchdog) init() {
 	d.timer.Stop()
 }
 
-// start attaches the watchdog to a new outbound request and returns its
-// generation.
-func (d *watchdog) start(w http.ResponseWriter, cancel context.CancelCauseFunc, idle time.Duration) uint64 {
+// start attaches the watchdog to a new outbound request.
+func (d *watchdog) start(w httpmsg.ResponseWriter, cancel context.CancelCauseFunc, idle time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.g++
 	d.w, d.cancel, d.idle, d.phases = w, cancel, idle, 0
-	return d.g
 }
 
 func (d *watchdog) gen() uint64 {
@@ -118,7 +118,7 @@ func (d *watchdog) fire() {
 	}
 	if d.phases&phaseUpload != 0 && d.reading.Load() > 0 {
 		d.cancel(errClientIdle)
-		_ = http.NewResponseController(d.w).SetReadDeadline(time.Now())
+		_ = d.w.SetReadDeadline(time.Now())
 	} else {
 		d.cancel(errUpstreamIdle)
 	}
@@ -126,26 +126,28 @@ func (d *watchdog) fire() {
 }
 
 // bodyTap wraps the client's request body: it counts bytes and feeds the
-// watchdog. It is allocated per request because the transport may still
-// read it after the handler returned; its watchdog calls carry a generation
-// so such a late read cannot disturb the next request.
+// watchdog. It is allocated per request because the upstream client may
+// still read it after the handler returned; its watchdog calls carry a
+// generation so such a late read cannot disturb the next request.
 //
 // It also enforces the listener's body limit: once the count passes limit
-// (when limit > 0), reads fail with *http.MaxBytesError (see bodylimit.go).
+// (when limit > 0), reads fail with errBodyTooLarge (see bodylimit.go).
 type bodyTap struct {
-	rc    io.ReadCloser
+	r     io.Reader
 	n     atomic.Int64
 	wd    *watchdog
 	gen   uint64
 	limit int64
 }
 
+var errBodyTooLarge = errors.New("request body larger than max_body_bytes")
+
 func (t *bodyTap) Read(p []byte) (int, error) {
 	if t.exceeded() {
-		return 0, &http.MaxBytesError{Limit: t.limit}
+		return 0, errBodyTooLarge
 	}
 	t.wd.reading.Add(1)
-	n, err := t.rc.Read(p)
+	n, err := t.r.Read(p)
 	t.wd.reading.Add(-1)
 	if n > 0 {
 		var lerr error
@@ -163,30 +165,3 @@ func (t *bodyTap) Read(p []byte) (int, error) {
 
 // exceeded reports whether the body went past the limit.
 func (t *bodyTap) exceeded() bool { return t.limit > 0 && t.n.Load() > t.limit }
-
-func (t *bodyTap) Close() error { return t.rc.Close() }
-
-// respBody wraps the upstream's response body to feed the watchdog. It
-// lives in the pooled exchange: ReverseProxy is done with it when
-// ServeHTTP returns.
-type respBody struct {
-	rc  io.ReadCloser
-	wd  *watchdog
-	gen uint64
-}
-
-func (b *respBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.wd.touch()
-	}
-	if err != nil {
-		b.wd.disarm(b.gen, phaseDownload)
-	}
-	return n, err
-}
-
-func (b *respBody) Close() error {
-	b.wd.disarm(b.gen, phaseDownload)
-	return b.rc.Close()
-}

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"strconv"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"strings"
 
 	"github.com/edgeway/edgeway/conf"
@@ -135,23 +136,25 @@ func dropLeadingDotSegments(p string) string {
 	}
 }
 
-func applyHeaders(h http.Header, ops []headerOp) {
+// applyHeaders runs the set and remove operations on h, comparing names
+// without regard to case.
+func applyHeaders(h httpmsg.Header, ops []headerOp) httpmsg.Header {
 	for _, op := range ops {
 		if op.values == nil {
-			delete(h, op.name)
+			h = h.Del(op.name)
 		} else {
-			h[op.name] = op.values
+			h = h.Set(op.name, op.values[0])
 		}
 	}
+	return h
 }
 
 // answer is a respond or redirect: the route answers without an upstream.
 type answer struct {
 	code   int
-	body   []byte   // respond
-	length []string // Content-Length of body
-	target []part   // redirect; nil for respond
-	query  bool     // target uses $query
+	body   []byte // respond
+	target []part // redirect; nil for respond
+	query  bool   // target uses $query
 }
 
 // part is a literal piece of a redirect target or a variable.
@@ -164,7 +167,7 @@ func newRespond(code int, body string) *answer {
 	if code == 0 {
 		code = http.StatusOK
 	}
-	return &answer{code: code, body: []byte(body), length: []string{strconv.Itoa(len(body))}}
+	return &answer{code: code, body: []byte(body)}
 }
 
 // newRedirect compiles a redirect target. $path is the request path (as

@@ -3,24 +3,21 @@ package router
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
-	"strings"
 	"sync"
 
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/upstream"
 )
 
 // forward proxies the request to a server of the route's pool.
 //
-// Streaming: FlushInterval is 0. ReverseProxy then flushes every write of a
-// response whose length is unknown (chunked, streamed) or that is
-// text/event-stream, so a stream is never held back; a response with a
-// Content-Length goes out through the server's write buffer without a flush
-// per write, which saves a write(2) per response on small answers.
+// Streaming: a response of unknown length (chunked, close-delimited) is
+// flushed after every read from the upstream, so a stream is never held
+// back; a response with a Content-Length goes out through the writer's
+// buffer, which saves a write(2) per response on small answers.
 func (x *exchange) forward() {
 	if x.refuseLargeBody() {
 		return
@@ -30,123 +27,179 @@ func (x *exchange) forward() {
 	if err != nil {
 		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "no upstream server",
 			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream), slog.Any("error", err))
-		x.plainError(http.StatusServiceUnavailable)
+		x.plainError(503)
 		return
 	}
 	x.server = s
-	ctx, cancel := context.WithCancelCause(x.in.Context())
-	x.octx, x.cancel = ctx, cancel
-	gen := x.wd.start(x.w.w, cancel, pool.IdleTimeout())
-	req := x.in.WithContext(ctx)
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
-		x.tap = &bodyTap{rc: req.Body, wd: &x.wd, gen: gen, limit: x.l.maxBody}
-		req.Body = x.tap
-		x.wd.arm(gen, phaseUpload)
+	ctx, cancel := x.in.Context(), context.CancelCauseFunc(nil)
+	if idle := pool.IdleTimeout(); idle > 0 {
+		ctx, cancel = context.WithCancelCause(ctx)
+		x.wd.start(x.w.w, cancel, idle)
+		defer cancel(nil)
 	}
-	x.proxy.Transport = pool.Transport()
-	x.proxy.ServeHTTP(&x.w, req)
-}
-
-// end reports the outcome to the server and releases the request's timer
-// and context. It runs in finish, after ServeHTTP returned or panicked.
-func (x *exchange) end() {
-	x.wd.stop()
-	if x.cancel != nil {
-		x.cancel(nil)
-	}
-	if x.server != nil {
-		x.server.Done(x.outcome)
-	}
-}
-
-// aborted records why ReverseProxy aborted the response mid-body.
-func (x *exchange) aborted(p any) {
-	if x.in.Context().Err() != nil {
-		x.outcome = upstream.Abandoned
+	x.buildOutbound(ctx)
+	err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
+	if err != nil {
+		x.proxyError(ctx, err)
 		return
 	}
-	if x.tap != nil && x.tap.exceeded() {
+	if x.resp.Status == 101 {
+		x.tunnel()
+		return
+	}
+	x.relay(ctx)
+}
+
+// buildOutbound fills x.out: the target after path rewriting, the
+// end-to-end fields of the request, edgeway's forwarding headers and the
+// route's header operations.
+func (x *exchange) buildOutbound(ctx context.Context) {
+	in := x.in
+	x.target = append(append(x.target[:0], x.path...), '?')
+	target := x.target[:len(x.target)-1]
+	if x.query != "" || in.HasQuery() {
+		target = append(target, '?')
+		target = append(target, x.query...)
+	}
+	host := in.Host
+	if host == "" {
+		// An HTTP/1.0 request may come without Host; name the address
+		// the client connected to rather than the upstream's own.
+		host = x.localHost()
+	}
+	x.outHdr = appendEndToEnd(x.outHdr[:0], in.Header, true)
+	x.outHdr = x.setForwarded(x.outHdr)
+	x.outHdr = applyHeaders(x.outHdr, x.rt.chain.reqHeader)
+	x.out = upstream.Request{
+		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
+		ContentLength: in.ContentLength, Ctx: ctx, Trailer: in.Trailer,
+	}
+	if in.Body != nil && in.ContentLength != 0 {
+		x.tap = &bodyTap{r: in.Body, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
+		x.out.Body = x.tap
+		x.wd.arm(x.tap.gen, phaseUpload)
+	} else {
+		x.out.ContentLength = 0
+	}
+}
+
+// localHost is the address the client connected to, as host:port.
+func (x *exchange) localHost() string {
+	if !x.in.LocalAddr.IsValid() {
+		return ""
+	}
+	return x.in.LocalAddr.String()
+}
+
+// relay sends the upstream's response to the client.
+func (x *exchange) relay(ctx context.Context) {
+	resp := &x.resp
+	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
+	x.respHdr = applyHeaders(x.respHdr, x.rt.chain.respHeader)
+	if err := x.w.WriteHead(resp.Status, x.respHdr, resp.ContentLength); err != nil || resp.Body == nil {
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+		return
+	}
+	stream := resp.ContentLength < 0 || isEventStream(resp.Header)
+	g := x.wd.gen()
+	x.wd.arm(g, phaseDownload)
+	err := x.copyBody(resp.Body, stream)
+	x.wd.disarm(g, phaseDownload)
+	resp.Body.Close()
+	if err != nil {
+		x.bodyAborted(ctx, err)
+		return
+	}
+	if resp.ContentLength < 0 {
+		x.w.w.WriteTrailer(resp.Trailer)
+	}
+}
+
+// copyBody copies the response body to the client with a pooled buffer.
+// A read error is the upstream's; a write error the client's (returned
+// as errClientWrite).
+func (x *exchange) copyBody(body io.Reader, stream bool) error {
+	buf := buffers.Get()
+	defer buffers.Put(buf)
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			x.wd.touch()
+			if _, err := x.w.Write(buf[:n]); err != nil {
+				return errClientWrite
+			}
+			if stream {
+				if err := x.w.w.Flush(); err != nil {
+					return errClientWrite
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+var (
+	errClientWrite  = errors.New("client write failed")
+	errClientIdle   = errors.New("request body idle timeout")
+	errUpstreamIdle = errors.New("upstream idle timeout: no response progress, or the request body not taken")
+)
+
+// bodyAborted handles a response body that could not be relayed whole:
+// the client connection is aborted so it cannot take the truncated body
+// for a complete one.
+func (x *exchange) bodyAborted(ctx context.Context, err error) {
+	x.w.w.Abort()
+	switch {
+	case err == errClientWrite || x.in.Context().Err() != nil:
+		x.outcome = upstream.Abandoned
+	case x.tap != nil && x.tap.exceeded():
 		// The body limit cut the upload while the response streamed.
 		x.outcome = upstream.Abandoned
 		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "request body too large",
 			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
 			slog.String("server", x.server.Addr), slog.Int64("max_body_bytes", x.tap.limit),
 			slog.String("error", "response already started: connection closed"))
-		return
-	}
-	x.outcome = upstream.Failure
-	if x.rt != nil && x.server != nil {
-		var cause error = errors.New("response body copy failed")
-		if x.octx != nil && context.Cause(x.octx) != nil {
-			cause = context.Cause(x.octx)
+	default:
+		x.outcome = upstream.Failure
+		if c := context.Cause(ctx); c != nil {
+			err = c
 		}
 		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream response aborted",
 			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
-			slog.String("server", x.server.Addr), slog.Any("error", cause), slog.Any("panic", p))
+			slog.String("server", x.server.Addr), slog.Any("error", err))
 	}
 }
 
-// rewrite builds the outbound request. ReverseProxy has already removed
-// hop-by-hop headers (RFC 9110 §7.6.1, including those named by
-// Connection) and the incoming forwarding headers.
-func (x *exchange) rewrite(pr *httputil.ProxyRequest) {
-	out := pr.Out
-	out.URL.Scheme, out.URL.Host = "http", x.server.Addr
-	if out.Host == "" {
-		// An HTTP/1.0 request may come without Host; name the address
-		// the client connected to rather than the upstream's own.
-		if a, ok := pr.In.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			out.Host = a.String()
-		}
-	}
-	if x.path != x.origPath {
-		setEscapedPath(out.URL, x.path)
-	}
-	if x.query != pr.In.URL.RawQuery {
-		out.URL.RawQuery = x.query
-	}
-	// Request trailers arrive when the body ends: share the inbound map,
-	// which the server fills in then, instead of Clone's empty copy.
-	out.Trailer = pr.In.Trailer
-	x.setForwarded(out.Header, pr.In)
-	applyHeaders(out.Header, x.rt.chain.reqHeader)
-}
-
-// setEscapedPath sets u's Path and RawPath consistently from an escaped
-// path.
-func setEscapedPath(u *url.URL, esc string) {
-	if strings.IndexByte(esc, '%') < 0 {
-		u.Path, u.RawPath = esc, ""
+// tunnel relays a 101: the response head goes to the client, then the
+// front end carries bytes both ways until either side closes.
+func (x *exchange) tunnel() {
+	resp := &x.resp
+	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
+	x.respHdr = append(x.respHdr, httpmsg.Field{Name: "Upgrade", Value: resp.Header.Get("Upgrade")})
+	x.respHdr = applyHeaders(x.respHdr, x.rt.chain.respHeader)
+	if err := x.w.WriteHead(101, x.respHdr, 0); err != nil {
+		resp.Conn.Close()
+		x.outcome = upstream.Abandoned
 		return
 	}
-	p, err := url.PathUnescape(esc)
-	if err != nil {
-		p = esc
+	if err := x.w.w.Tunnel(resp.Conn, resp.Pre); err != nil {
+		x.outcome = upstream.Abandoned
+		x.r.log.LogAttrs(context.Background(), slog.LevelDebug, "tunnel refused",
+			slog.String("route", x.rt.name), slog.Any("error", err))
 	}
-	u.Path, u.RawPath = p, esc
 }
 
-func (x *exchange) modifyResponse(resp *http.Response) error {
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// The tunnel is ReverseProxy's from here; its body is the raw
-		// backend connection and must stay unwrapped.
-		x.status = http.StatusSwitchingProtocols
-		x.tunnel = resp.Body
-		return nil
-	}
-	applyHeaders(resp.Header, x.rt.chain.respHeader)
-	if resp.Body != nil && resp.Body != http.NoBody {
-		x.body = respBody{rc: resp.Body, wd: &x.wd, gen: x.wd.gen()}
-		resp.Body = &x.body
-		x.wd.arm(x.body.gen, phaseDownload)
-	}
-	return nil
+func isEventStream(h httpmsg.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= 17 && httpmsg.EqualFold(ct[:17], "text/event-stream")
 }
-
-var (
-	errClientIdle   = errors.New("request body idle timeout")
-	errUpstreamIdle = errors.New("upstream idle timeout: no response progress, or the request body not taken")
-)
 
 // proxyError answers a failed exchange: 502 when the server could not be
 // reached or answered badly, 504 on a connect, response-header or idle
@@ -154,22 +207,15 @@ var (
 // past the listener's limit. The client only sees the status text; the
 // cause goes to the error log. A client that went away gets nothing and is
 // logged at Debug with status 499.
-func (x *exchange) proxyError(w http.ResponseWriter, req *http.Request, err error) {
-	if x.tunnel != nil {
-		// ReverseProxy refused the 101 (a mismatched protocol, a client
-		// connection it cannot hijack) without closing the upstream
-		// connection it was handed.
-		x.tunnel.Close()
-		x.tunnel = nil
-	}
-	code, outcome := classify(x.in.Context(), req.Context(), err)
+func (x *exchange) proxyError(ctx context.Context, err error) {
+	code, outcome := classify(x.in.Context(), ctx, err, x.tap)
 	x.outcome = outcome
 	level, msg := slog.LevelWarn, "upstream request failed"
 	switch code {
 	case statusClientClosed:
 		level = slog.LevelDebug
 		x.status = code
-	case http.StatusRequestEntityTooLarge:
+	case 413:
 		msg = "request body too large"
 	}
 	x.r.log.LogAttrs(context.Background(), level, msg,
@@ -177,50 +223,54 @@ func (x *exchange) proxyError(w http.ResponseWriter, req *http.Request, err erro
 		slog.String("server", x.server.Addr), slog.Int("status", code), slog.Any("error", err))
 	switch code {
 	case statusClientClosed:
-	case http.StatusRequestEntityTooLarge:
-		x.tooLarge(w)
+	case 413:
+		x.tooLarge()
 	default:
-		http.Error(w, http.StatusText(code), code)
+		x.plainError(code)
 	}
 }
 
-func classify(in, out context.Context, err error) (int, upstream.Outcome) {
+func classify(in, out context.Context, err error, tap *bodyTap) (int, upstream.Outcome) {
 	// The idle causes come first: the read deadline that ends a stalled
-	// request body also makes the server cancel the inbound context.
+	// request body also fails the body read.
 	switch context.Cause(out) {
 	case errClientIdle:
-		return http.StatusRequestTimeout, upstream.Abandoned
+		return 408, upstream.Abandoned
 	case errUpstreamIdle:
-		return http.StatusGatewayTimeout, upstream.Failure
+		return 504, upstream.Failure
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return http.StatusRequestEntityTooLarge, upstream.Abandoned
+	if tap != nil && tap.exceeded() {
+		return 413, upstream.Abandoned
 	}
 	if in.Err() != nil {
 		return statusClientClosed, upstream.Abandoned
 	}
+	var be *upstream.BodyError
+	if errors.As(err, &be) {
+		// The client's body broke (reset, bad framing): its fault.
+		return 400, upstream.Abandoned
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return http.StatusGatewayTimeout, upstream.Failure
+		return 504, upstream.Failure
 	}
 	// A connect or response-header timeout is 504; any other failure of
 	// the upstream (refused, reset, closed, malformed answer) is 502.
 	var ue *upstream.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return http.StatusGatewayTimeout, upstream.Failure
+			return 504, upstream.Failure
 		}
-		return http.StatusBadGateway, upstream.Failure
+		return 502, upstream.Failure
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return http.StatusGatewayTimeout, upstream.Failure
+		return 504, upstream.Failure
 	}
-	return http.StatusBadGateway, upstream.Failure
+	return 502, upstream.Failure
 }
 
-// bufferPool lends ReverseProxy 32 KiB copy buffers. Pointers to arrays go
-// into the sync.Pool so that Put does not allocate.
+// bufferPool lends 32 KiB copy buffers. Pointers to arrays go into the
+// sync.Pool so that Put does not allocate.
 type bufferPool struct{ p sync.Pool }
 
 const bufSize = 32 << 10

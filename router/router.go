@@ -2,13 +2,14 @@ package router
 
 import (
 	"fmt"
-	"log"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -25,9 +26,8 @@ type Options struct {
 // Router serves HTTP requests from the live Snapshot. Its methods are safe
 // for concurrent use.
 type Router struct {
-	log      *slog.Logger
-	access   *slog.Logger
-	proxyLog *log.Logger // for httputil.ReverseProxy's own messages
+	log    *slog.Logger
+	access *slog.Logger
 
 	mu   sync.Mutex // serialises Apply and Close
 	set  *upstream.Set
@@ -43,7 +43,6 @@ func New(opts Options) *Router {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	r.proxyLog = slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)
 	r.snap.Store(&Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}})
 	r.exchanges.New = func() any { return newExchange(r) }
 	return r
@@ -70,10 +69,17 @@ func (r *Router) Apply(cfg *conf.Config) error {
 // Snapshot returns the live table.
 func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
 
-// Handler returns the handler for requests arriving on the named listener.
-// A listener the live configuration does not know answers 404.
-func (r *Router) Handler(listener string) http.Handler {
+// Proxy returns the handler for requests arriving on the named listener,
+// for the front ends that fill edgeway's own request type. A listener the
+// live configuration does not know answers 404.
+func (r *Router) Proxy(listener string) httpmsg.Handler {
 	return &listenerHandler{r: r, name: listener}
+}
+
+// Handler is Proxy for net/http servers (HTTP/2, tests): it adapts
+// *http.Request to edgeway's request type.
+func (r *Router) Handler(listener string) http.Handler {
+	return stdhttp.Handler(r.Proxy(listener))
 }
 
 // Close drains every upstream pool. Requests in flight finish; the router
@@ -84,18 +90,15 @@ func (r *Router) Close() {
 	r.set.Close()
 }
 
-var emptyListener = &httpListener{
-	notFound:    []byte(defaultNotFound),
-	notFoundLen: []string{"19"},
-}
+var emptyListener = &httpListener{notFound: []byte(defaultNotFound)}
 
 type listenerHandler struct {
 	r    *Router
 	name string
 }
 
-// ServeHTTP loads the live Snapshot once and serves r from it.
-func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+// ServeProxy loads the live Snapshot once and serves req from it.
+func (h *listenerHandler) ServeProxy(w httpmsg.ResponseWriter, req *httpmsg.Request) {
 	l := h.r.snap.Load().http[h.name]
 	if l == nil {
 		l = emptyListener
@@ -106,21 +109,29 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	x.serve()
 }
 
-// finish runs when a request ends, also when ReverseProxy aborts it with a
-// panic (http.ErrAbortHandler): it reports the outcome, writes the access
-// log line and recycles the exchange, then lets the panic go on.
+// finish runs when a request ends, also when it panicked: it reports the
+// outcome, writes the access log line and recycles the exchange (not after
+// a panic: its state is unknown), then lets a panic go on.
 func (r *Router) finish(x *exchange) {
 	p := recover()
 	if p != nil {
-		x.aborted(p)
+		x.outcome = upstream.Abandoned
 	}
 	x.end()
 	if r.access != nil {
 		r.logAccess(x)
 	}
-	x.reset()
-	r.exchanges.Put(x)
 	if p != nil {
 		panic(p)
+	}
+	x.reset()
+	r.exchanges.Put(x)
+}
+
+// end reports the outcome to the server and releases the request's timer.
+func (x *exchange) end() {
+	x.wd.stop()
+	if x.server != nil {
+		x.server.Done(x.outcome)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/routes/rule"
@@ -23,14 +22,13 @@ type Snapshot struct {
 
 // httpListener is what a request on one listener needs, computed at load.
 type httpListener struct {
-	name        string
-	normalize   bool
-	maxBody     int64 // request body limit in bytes; 0: none
-	trusted     []netip.Prefix
-	notFound    []byte
-	notFoundLen []string // Content-Length of notFound, for the header map
-	table       *rule.HTTPTable
-	routes      []*route // index = table entry index
+	name      string
+	normalize bool
+	maxBody   int64 // request body limit in bytes; 0: none
+	trusted   []netip.Prefix
+	notFound  []byte
+	table     *rule.HTTPTable
+	routes    []*route // index = table entry index
 }
 
 type tcpListener struct {
@@ -99,12 +97,11 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		body = defaultNotFound
 	}
 	hl := &httpListener{
-		name:        lc.Name,
-		normalize:   lc.Normalize,
-		maxBody:     bodyLimit(lc),
-		trusted:     lc.TrustedProxies,
-		notFound:    []byte(body),
-		notFoundLen: []string{strconv.Itoa(len(body))},
+		name:      lc.Name,
+		normalize: lc.Normalize,
+		maxBody:   bodyLimit(lc),
+		trusted:   lc.TrustedProxies,
+		notFound:  []byte(body),
 	}
 	var entries []rule.Entry
 	for i, rc := range rcs {

@@ -1,94 +1,156 @@
 package upstream
 
 import (
-	"bufio"
 	"io"
-	"net"
-	"net/http"
-	"sync/atomic"
+	"strings"
 )
 
-// wrap gives the caller the response: a 101 becomes a tunnel over the raw
-// connection, a response without a body ends the exchange at once, any
-// other gets a body that ends it at EOF or Close.
-func (c *conn) wrap(req *http.Request, resp *http.Response, hasBody bool, stop func() bool) *http.Response {
-	reusable := !resp.Close && !req.Close && req.Header["Upgrade"] == nil
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		if stop != nil {
-			stop() // the caller owns the tunnel and its cancellation
+// respond fills resp from the parsed head: a 101 hands the raw connection
+// over, a response without a body ends the exchange at once, any other
+// gets a body that ends it at EOF or Close.
+func (c *conn) respond(req *Request, resp *Response, hasBody bool) {
+	h := &c.head
+	*resp = Response{Status: h.Status, Header: h.Header, ContentLength: h.ContentLength}
+	if h.Status == 101 {
+		if c.stop != nil {
+			c.stop() // the caller owns the tunnel and its cancellation
+			c.stop = nil
 		}
-		resp.Body = &upgradeBody{br: c.br, nc: c.nc}
-		c.br, c.bw = nil, nil
-		return resp
+		resp.ContentLength = 0
+		resp.Conn = c.nc
+		if n := c.rb.w - c.rb.r; n > 0 {
+			resp.Pre = append([]byte(nil), c.rb.b[c.rb.r:c.rb.w]...)
+		}
+		c.putReadBuf()
+		c.bw = nil
+		return
 	}
-	if resp.Body == http.NoBody {
-		c.release(stop, reusable, hasBody)
-		return resp
+	reusable := !h.Close && req.Header.Get("Upgrade") == ""
+	noBody := req.Method == "HEAD" || h.Status == 204 || h.Status == 304 || (h.ContentLength == 0 && !h.Chunked)
+	if noBody {
+		resp.ContentLength = 0
+		if req.Method == "HEAD" && h.ContentLength > 0 {
+			resp.ContentLength = h.ContentLength // announced, not sent
+		}
+		c.release(reusable, hasBody)
+		return
 	}
-	resp.Body = &body{c: c, rc: resp.Body, stop: stop, reusable: reusable, hasBody: hasBody}
-	return resp
+	c.body.start(resp, reusable, hasBody)
+	resp.Body = &c.body
 }
 
-// body is a response body. Reading it to EOF may pool the connection;
-// Close before EOF closes it.
-type body struct {
+// respBody is a response body: Content-Length, chunked, or delimited by
+// the server closing. It lives in its conn (one exchange at a time).
+// Reading it to EOF and then closing it pools the connection; closing it
+// before EOF closes the connection.
+type respBody struct {
 	c        *conn
-	rc       io.ReadCloser
-	stop     func() bool
-	done     atomic.Bool
+	resp     *Response
+	left     int64 // Content-Length bytes still to read; -1: not length-framed
+	chunked  bool
+	ck       chunkReader
+	eof      bool
+	closed   bool
 	reusable bool
 	hasBody  bool
 }
 
-func (b *body) Read(p []byte) (int, error) {
-	if b.done.Load() {
+func (b *respBody) start(resp *Response, reusable, hasBody bool) {
+	h := &b.c.head
+	*b = respBody{c: b.c, resp: resp, left: -1, reusable: reusable, hasBody: hasBody}
+	switch {
+	case h.Chunked:
+		b.chunked = true
+		b.ck.reset(&resp.Trailer)
+	case h.ContentLength >= 0:
+		b.left = h.ContentLength
+	default:
+		b.reusable = false // read until the server closes
+	}
+}
+
+func (b *respBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, errBodyClosed
+	}
+	if b.eof {
 		return 0, io.EOF
 	}
-	n, err := b.rc.Read(p)
-	if err == nil {
-		return n, nil
-	}
-	if !b.done.CompareAndSwap(false, true) {
-		return n, err // closed meanwhile: Close dropped the connection
+	var n int
+	var err error
+	switch {
+	case b.chunked:
+		n, err = b.ck.read(b.c, p)
+	case b.left >= 0:
+		n, err = b.readFixed(p)
+	default:
+		n, err = b.c.readRaw(p)
 	}
 	if err == io.EOF {
-		b.c.release(b.stop, b.reusable, b.hasBody)
-		return n, err
+		b.eof = true
 	}
-	b.c.drop(b.stop)
 	return n, err
 }
 
-// Close ends the exchange; before EOF it closes the connection, which also
-// ends a Read blocked in another goroutine.
-func (b *body) Close() error {
-	if b.done.CompareAndSwap(false, true) {
-		if b.stop != nil {
-			b.stop()
-		}
-		b.c.nc.Close()
+// readFixed reads a Content-Length body.
+func (b *respBody) readFixed(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.c.readRaw(p)
+	b.left -= int64(n)
+	if b.left == 0 {
+		return n, io.EOF
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// readRaw reads buffered bytes first, then from the socket straight into p.
+func (c *conn) readRaw(p []byte) (int, error) {
+	rb := c.rb
+	if rb.w > rb.r {
+		n := copy(p, rb.b[rb.r:rb.w])
+		rb.r += n
+		return n, nil
+	}
+	n, err := c.nc.Read(p)
+	c.nrd += int64(n)
+	if n > 0 {
+		return n, nil
+	}
+	return n, err
+}
+
+// Close ends the exchange: after EOF the connection may be pooled; before
+// it the connection is closed.
+func (b *respBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if b.eof {
+		b.c.release(b.reusable, b.hasBody)
+	} else {
+		b.c.drop()
 	}
 	return nil
 }
 
-// upgradeBody is the body of a 101 response: the raw connection, after the
-// bytes the head's reader already buffered. httputil.ReverseProxy tunnels
-// through it.
-type upgradeBody struct {
-	br *bufio.Reader
-	nc net.Conn
-}
+func trimSpace(s string) string { return strings.TrimSpace(s) }
 
-func (u *upgradeBody) Read(p []byte) (int, error) {
-	if u.br != nil {
-		if u.br.Buffered() > 0 {
-			return u.br.Read(p)
+// listHas reports whether the comma-separated list v holds tok (ASCII
+// case-insensitive).
+func listHas(v, tok string) bool {
+	for t := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(t), tok) {
+			return true
 		}
-		u.br = nil
 	}
-	return u.nc.Read(p)
+	return false
 }
-
-func (u *upgradeBody) Write(p []byte) (int, error) { return u.nc.Write(p) }
-
-func (u *upgradeBody) Close() error { return u.nc.Close() }

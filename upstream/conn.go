@@ -5,16 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net"
-	"net/http"
-	"net/http/httptrace"
-	"net/textproto"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/edgeway/edgeway/internal/httpsyntax"
+	"github.com/edgeway/edgeway/internal/http1"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // conn is one connection to a server. It serves one exchange at a time;
@@ -22,13 +18,17 @@ import (
 type conn struct {
 	nc     net.Conn
 	hp     *hostPool
-	cr     countingReader
-	br     *bufio.Reader
-	bw     *bufio.Writer
 	abort  func() // closes nc; bound once for context.AfterFunc
 	probe  *prober
 	idleAt int64 // monotonic ns when it was pooled
 	reused bool  // it served an earlier exchange
+
+	rb   *readBuf      // response bytes, during an exchange
+	bw   *bufio.Writer // request bytes, during an exchange
+	nrd  int64         // bytes read in this exchange
+	head http1.Response
+	body respBody
+	stop func() bool // stops the context watch
 
 	// Request body streaming: the writer goroutine reports on wdone; mu
 	// orders its response-timeout arming against the reader's head end.
@@ -39,91 +39,94 @@ type conn struct {
 }
 
 func newConn(nc net.Conn, hp *hostPool) *conn {
-	c := &conn{nc: nc, hp: hp, cr: countingReader{c: nc}, wdone: make(chan error, 1)}
+	c := &conn{nc: nc, hp: hp, wdone: make(chan error, 1)}
 	c.abort = func() { c.nc.Close() }
 	c.probe = newProber(nc)
+	c.body.c = c
 	return c
 }
 
-// countingReader counts the bytes of the current exchange and caps the
-// response head.
-type countingReader struct {
-	c     net.Conn
-	n     int64
-	limit int64
+// readBuf is a connection's read buffer while an exchange runs.
+type readBuf struct {
+	b    []byte
+	r, w int
 }
 
-func (r *countingReader) Read(p []byte) (int, error) {
-	if r.n >= r.limit {
-		return 0, errHeaderTooLarge
-	}
-	n, err := r.c.Read(p)
-	r.n += int64(n)
-	return n, err
-}
+const readBufSize = 4 << 10
 
 var (
-	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
-	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+	readBufs = sync.Pool{New: func() any { return &readBuf{b: make([]byte, readBufSize)} }}
+	writers  = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
 )
 
-// roundTrip runs one exchange. retry reports that it failed on a reused
+// exchange runs one request. retry reports that it failed on a reused
 // connection before the server sent anything, for a request that may be
 // sent again.
-func (c *conn) roundTrip(req *http.Request) (resp *http.Response, err error, retry bool) {
-	ctx := req.Context()
-	hasBody := req.Body != nil && req.Body != http.NoBody
-	var stop func() bool
+func (c *conn) exchange(req *Request, resp *Response) (err error, retry bool) {
+	ctx := req.context()
+	hasBody := req.Body != nil && req.ContentLength != 0
+	c.stop = nil
 	if ctx.Done() != nil {
 		if err := ctx.Err(); err != nil {
 			c.nc.Close()
-			closeBody(req)
-			return nil, err, false
+			return err, false
 		}
-		stop = context.AfterFunc(ctx, c.abort)
+		c.stop = context.AfterFunc(ctx, c.abort)
 	}
-	c.br, c.bw = readers.Get().(*bufio.Reader), writers.Get().(*bufio.Writer)
-	c.br.Reset(&c.cr)
+	c.rb, c.bw = readBufs.Get().(*readBuf), writers.Get().(*bufio.Writer)
+	c.rb.r, c.rb.w, c.nrd = 0, 0, 0
 	c.bw.Reset(c.nc)
-	c.cr.n, c.cr.limit = 0, maxHeaderBytes
-	if err := writeHead(c.bw, req, hasBody); err != nil {
-		c.drop(stop)
-		closeBody(req)
-		return nil, &Error{Kind: KindRequest, Addr: c.hp.addr, Err: err}, false
+	cl := req.ContentLength
+	if !hasBody {
+		cl = 0
 	}
+	b, err := http1.AppendRequestHead(c.bw.AvailableBuffer(), req.Method, req.Target, req.Host, req.Header, cl)
+	if err != nil {
+		c.drop()
+		return &Error{Kind: KindRequest, Addr: c.hp.addr, Err: err}, false
+	}
+	c.bw.Write(b)
 	if hasBody {
 		c.headDone, c.bodyErr = false, nil
 		go c.writeBody(req, c.bw)
 	} else {
 		if err := c.bw.Flush(); err != nil {
-			c.drop(stop)
-			return nil, c.failure(ctx, KindWrite, err), c.reused
+			c.drop()
+			return c.failure(ctx, KindWrite, err), c.reused
 		}
 		c.armTimeout()
 	}
-	resp, err = c.readHead(req, hasBody)
-	if err != nil {
-		c.drop(stop)
+	if err := c.readHead(req, hasBody); err != nil {
+		c.drop()
 		// Only the keep-alive race (the server closed the idle connection
 		// as the request went out: EOF or reset before any byte) is
 		// retried; a timeout is not, or the wait would double.
-		retry = c.reused && !hasBody && c.cr.n == 0 && idempotent(req.Method) && !isTimeout(err)
-		return nil, c.failure(ctx, kindOf(err), err), retry
+		retry = c.reused && !hasBody && c.nrd == 0 && idempotent(req.Method) && !isTimeout(err)
+		return c.failure(ctx, kindOf(err), err), retry
 	}
-	if resp.StatusCode == http.StatusSwitchingProtocols && !upgradeAgreed(req.Header, resp.Header) {
-		c.drop(stop)
-		return nil, &Error{Kind: KindProtocol, Addr: c.hp.addr, Err: errBadSwitch}, false
+	if c.head.Status == 101 && !upgradeAgreed(req.Header, c.head.Header) {
+		c.drop()
+		return &Error{Kind: KindProtocol, Addr: c.hp.addr, Err: errBadSwitch}, false
 	}
-	return c.wrap(req, resp, hasBody, stop), nil, false
+	c.respond(req, resp, hasBody)
+	return nil, false
 }
 
 // upgradeAgreed reports whether a 101 answers an upgrade the request asked
 // for: the request offered an Upgrade and the response names the same
 // protocol (RFC 9110 §7.8). Any other 101 would turn the client connection
 // into a raw pipe nobody asked for.
-func upgradeAgreed(req, resp http.Header) bool {
-	chosen := strings.TrimSpace(resp.Get("Upgrade"))
-	return chosen != "" && httpsyntax.HasToken(req["Upgrade"], chosen)
+func upgradeAgreed(req, resp httpmsg.Header) bool {
+	chosen := trimSpace(resp.Get("Upgrade"))
+	if chosen == "" {
+		return false
+	}
+	for _, f := range req {
+		if httpmsg.EqualFold(f.Name, "Upgrade") && listHas(f.Value, chosen) {
+			return true
+		}
+	}
+	return false
 }
 
 // armTimeout starts the response-header timeout; for a request with a
@@ -134,46 +137,96 @@ func (c *conn) armTimeout() {
 	}
 }
 
-// readHead reads the response head, skipping 1xx answers other than 101
-// (reported to an httptrace.ClientTrace's Got1xxResponse).
-func (c *conn) readHead(req *http.Request, hasBody bool) (*http.Response, error) {
-	for n1xx := 0; ; n1xx++ {
-		resp, err := http.ReadResponse(c.br, req)
-		if err != nil {
-			return nil, err
+// readHead reads the response head into c.head, skipping 1xx answers other
+// than 101 (shown to req.OnInformational).
+func (c *conn) readHead(req *Request, hasBody bool) error {
+	for n1xx := 0; ; {
+		if err := c.parseHead(); err != nil {
+			return err
 		}
-		code := resp.StatusCode
-		if code < 100 || code >= 200 || code == http.StatusSwitchingProtocols {
+		code := c.head.Status
+		if code >= 200 || code == 101 {
 			c.endHead(hasBody)
-			return resp, nil
+			return nil
 		}
-		if n1xx >= 5 {
-			return nil, errTooMany1xx
+		if n1xx++; n1xx > 5 {
+			return errTooMany1xx
 		}
-		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
-			if err := tr.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
-				return nil, err
+		if req.OnInformational != nil {
+			if err := req.OnInformational(code, c.head.Header); err != nil {
+				return err
 			}
 		}
 	}
 }
 
-// endHead stops the response-header timeout and the head size cap.
+// parseHead reads until one response head is complete and parses it.
+func (c *conn) parseHead() error {
+	rb := c.rb
+	for {
+		if rb.w > rb.r {
+			n, err := http1.ParseResponse(rb.b[rb.r:rb.w], &c.head, maxHeaderBytes)
+			if err == nil {
+				rb.r += n
+				return nil
+			}
+			if !errors.Is(err, http1.ErrIncomplete) {
+				return err
+			}
+		}
+		if rb.w-rb.r >= maxHeaderBytes {
+			return errHeaderTooLarge
+		}
+		if err := c.fill(); err != nil {
+			return err
+		}
+	}
+}
+
+// fill reads more bytes into the buffer, making room first: unread bytes
+// move to the front, and a buffer full of one unfinished head doubles.
+func (c *conn) fill() error {
+	rb := c.rb
+	if rb.r == rb.w {
+		rb.r, rb.w = 0, 0
+	}
+	if rb.w == len(rb.b) {
+		if rb.r > 0 {
+			rb.w = copy(rb.b, rb.b[rb.r:rb.w])
+			rb.r = 0
+		} else {
+			nb := make([]byte, 2*len(rb.b))
+			copy(nb, rb.b[:rb.w])
+			rb.b = nb
+		}
+	}
+	n, err := c.nc.Read(rb.b[rb.w:])
+	rb.w += n
+	c.nrd += int64(n)
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// endHead stops the response-header timeout.
 func (c *conn) endHead(hasBody bool) {
-	c.cr.limit = math.MaxInt64
 	if hasBody {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		c.headDone = true
+		c.mu.Unlock()
 	}
 	if c.hp.t.respTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Time{})
 	}
 }
 
-// failure turns a round-trip error into what RoundTrip returns: the
-// context's error when it ended, the request body's read error when that
-// broke the exchange, or an *Error.
+// failure turns an exchange error into what Do returns: the context's
+// error when it ended, the request body's read error when that broke the
+// exchange, or an *Error.
 func (c *conn) failure(ctx context.Context, k Kind, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -182,7 +235,7 @@ func (c *conn) failure(ctx context.Context, k Kind, err error) error {
 	berr := c.bodyErr
 	c.mu.Unlock()
 	if berr != nil {
-		return berr
+		return &BodyError{Err: berr}
 	}
 	return &Error{Kind: k, Addr: c.hp.addr, Err: err}
 }
@@ -190,7 +243,7 @@ func (c *conn) failure(ctx context.Context, k Kind, err error) error {
 // kindOf tells a transport failure from a response that is not HTTP.
 func kindOf(err error) Kind {
 	var ne net.Error
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrNoProgress) || errors.As(err, &ne) {
 		return KindRead
 	}
 	return KindProtocol
@@ -210,21 +263,31 @@ func idempotent(method string) bool {
 }
 
 // drop ends an exchange that cannot leave the connection reusable. The
-// buffers are not pooled: a body writer may still hold the writer.
-func (c *conn) drop(stop func() bool) {
-	if stop != nil {
-		stop()
+// writer is not pooled: a body writer may still hold it.
+func (c *conn) drop() {
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
 	}
 	c.nc.Close()
-	c.br, c.bw = nil, nil
+	c.putReadBuf()
+	c.bw = nil
+}
+
+func (c *conn) putReadBuf() {
+	if c.rb != nil && len(c.rb.b) == readBufSize {
+		readBufs.Put(c.rb)
+	}
+	c.rb = nil
 }
 
 // release ends an exchange whose response was read to EOF: the connection
 // goes back to the pool when nothing about its framing is in doubt.
-func (c *conn) release(stop func() bool, reusable, hasBody bool) {
-	if stop != nil && !stop() {
+func (c *conn) release(reusable, hasBody bool) {
+	if c.stop != nil && !c.stop() {
 		reusable = false // the context ended: abort closes the connection
 	}
+	c.stop = nil
 	if reusable && hasBody {
 		select {
 		case err := <-c.wdone:
@@ -233,14 +296,13 @@ func (c *conn) release(stop func() bool, reusable, hasBody bool) {
 			reusable = false // the request body is still being sent
 		}
 	}
-	if !reusable || c.br.Buffered() > 0 {
-		c.drop(nil)
+	if !reusable || c.rb.w > c.rb.r {
+		c.drop()
 		return
 	}
-	c.br.Reset(nil)
+	c.putReadBuf()
 	c.bw.Reset(nil)
-	readers.Put(c.br)
 	writers.Put(c.bw)
-	c.br, c.bw = nil, nil
+	c.bw = nil
 	c.hp.put(c)
 }

@@ -56,6 +56,7 @@ func (e *Error) Timeout() bool {
 
 var (
 	errHeaderTooLarge = errors.New("response headers exceed 1 MiB")
+	errBodyClosed     = errors.New("response body read after Close")
 	errTooMany1xx     = errors.New("too many 1xx responses")
 	errBodyShort      = errors.New("request body shorter than its Content-Length")
 	errBadMethod      = errors.New("invalid method")

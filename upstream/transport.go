@@ -2,9 +2,7 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,37 +123,6 @@ func (t *Transport) host(addr string) *hostPool {
 	}
 	v, _ := t.extra.LoadOrStore(addr, &hostPool{addr: addr, t: t})
 	return v.(*hostPool)
-}
-
-// RoundTrip sends req to req.URL.Host over HTTP/1.1 and returns the
-// response once its head arrived. The response body must be read to EOF
-// or closed; the connection goes back to the pool only when it was read to
-// EOF, the server did not ask to close, and the whole request was sent.
-// Failures are *Error values, or the context's error when req's context
-// ended, or the request body's read error.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "") {
-		closeBody(req)
-		return nil, &Error{Kind: KindRequest, Addr: req.Host, Err: errors.New("only http:// is supported")}
-	}
-	hp := t.host(req.URL.Host)
-	for attempt := 0; ; attempt++ {
-		c, err := hp.get(req.Context())
-		if err != nil {
-			closeBody(req)
-			return nil, err
-		}
-		resp, err, retry := c.roundTrip(req)
-		if err == nil || !retry || attempt > 0 || req.Context().Err() != nil {
-			return resp, err
-		}
-	}
-}
-
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
 }
 
 var epoch = time.Now()

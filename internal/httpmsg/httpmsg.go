@@ -1,0 +1,256 @@
+// Package httpmsg is edgeway's own request type and the small handler
+// interface between the protocol front ends and the router. The HTTP/1
+// engine fills a Request from its pooled read buffer without allocating;
+// HTTP/2 (and later HTTP/3) fill one from *http.Request through an adapter.
+// The router, its middlewares, the access log and the upstream client use
+// only this type, so every protocol takes one path.
+//
+// The tradeoff: strings in a Request may point into a buffer that the front
+// end reuses once the handler returns, so a handler must not keep them (nor
+// the Header slice) after ServeProxy returns; copy what must outlive it.
+package httpmsg
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Field is one header field. Name is as the client sent it (HTTP/1 keeps
+// case; HTTP/2 is lower case); Value has no leading or trailing whitespace.
+type Field struct {
+	Name, Value string
+}
+
+// Header is an ordered list of fields; a name may repeat.
+type Header []Field
+
+// Get returns the first value of name (ASCII case-insensitive), or "".
+func (h Header) Get(name string) string {
+	for i := range h {
+		if EqualFold(h[i].Name, name) {
+			return h[i].Value
+		}
+	}
+	return ""
+}
+
+// Has reports whether name is present.
+func (h Header) Has(name string) bool {
+	for i := range h {
+		if EqualFold(h[i].Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Del removes every field called name, keeping the order of the rest.
+func (h Header) Del(name string) Header {
+	out := h[:0]
+	for _, f := range h {
+		if !EqualFold(f.Name, name) {
+			out = append(out, f)
+		}
+	}
+	clear(h[len(out):])
+	return out
+}
+
+// Set replaces every field called name by one with value.
+func (h Header) Set(name, value string) Header {
+	return append(h.Del(name), Field{Name: name, Value: value})
+}
+
+// EqualFold reports whether a and b are equal under ASCII case folding.
+func EqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c, d := a[i], b[i]
+		if c == d {
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
+
+// Request is one request as the router sees it.
+type Request struct {
+	// Method is the method token as sent (case-sensitive).
+	Method string
+	// Target is the request-target as received: origin-form ("/p?q"),
+	// "*", authority-form (CONNECT) or absolute-form. HTTP/2 fills it
+	// from :path.
+	Target string
+	// Host is the Host header field (HTTP/1) or :authority (HTTP/2); ""
+	// when the request had none (HTTP/1.0).
+	Host string
+	// ProtoMajor and ProtoMinor are the HTTP version: 1.0, 1.1, 2.0, 3.0.
+	ProtoMajor, ProtoMinor int
+	// Header holds every field but Host, as received, hop-by-hop fields
+	// included (the router removes those). The HTTP/1 framing fields
+	// (Content-Length, Transfer-Encoding) are present; the router does not
+	// forward them: framing is ContentLength and Body.
+	Header Header
+	// ContentLength is the body length: 0 for none, -1 when unknown
+	// (chunked, or HTTP/2 without content-length).
+	ContentLength int64
+	// Body yields the body bytes, decoded from the transfer framing, then
+	// io.EOF. Nil when ContentLength is 0. Reading it may block; an error
+	// other than io.EOF means the client's body is broken or too slow.
+	Body io.Reader
+	// Trailer, when non-nil, returns the request trailers once Body has
+	// returned io.EOF (chunked HTTP/1, HTTP/2).
+	Trailer func() Header
+	// Close is true when the client asked for the connection to be closed
+	// after this exchange (Connection: close, or HTTP/1.0 without
+	// keep-alive).
+	Close bool
+	// RemoteAddr is the client's address (the TCP peer); LocalAddr the
+	// address it connected to.
+	RemoteAddr, LocalAddr netip.AddrPort
+	// TLS is true when the request arrived over TLS.
+	TLS bool
+	// Ctx ends when the client goes away (nil: never, as
+	// context.Background).
+	Ctx context.Context
+}
+
+// Context returns r.Ctx or context.Background.
+func (r *Request) Context() context.Context {
+	if r.Ctx != nil {
+		return r.Ctx
+	}
+	return context.Background()
+}
+
+// Path returns the target's path part (before '?'), or "" for targets
+// that have none ("*", authority-form).
+func (r *Request) Path() string {
+	t := r.Target
+	if t == "" || t[0] != '/' {
+		if i := indexScheme(t); i > 0 {
+			t = t[i:]
+			if j := indexByte(t, '/'); j >= 0 {
+				t = t[j:]
+			} else {
+				return "/"
+			}
+		} else {
+			return ""
+		}
+	}
+	if i := indexByte(t, '?'); i >= 0 {
+		return t[:i]
+	}
+	return t
+}
+
+// RawQuery returns the target's query, without '?'.
+func (r *Request) RawQuery() string {
+	if i := indexByte(r.Target, '?'); i >= 0 {
+		return r.Target[i+1:]
+	}
+	return ""
+}
+
+// HasQuery reports whether the target has a '?', even with nothing after
+// it.
+func (r *Request) HasQuery() bool { return indexByte(r.Target, '?') >= 0 }
+
+// indexScheme returns the index after "scheme://" of an absolute-form
+// target, or -1.
+func indexScheme(t string) int {
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':' && len(t) >= i+3 && t[i+1] == '/' && t[i+2] == '/':
+			return i + 3
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// ResponseWriter sends one response. Its methods are called from the
+// handler's goroutine only.
+type ResponseWriter interface {
+	// WriteHead sends a status line and header. A 1xx other than 101 may
+	// be sent any number of times before the final one; a final status
+	// (or 101) exactly once. h must not hold hop-by-hop or framing fields
+	// (Connection, Keep-Alive, Transfer-Encoding, Content-Length, ...),
+	// except that a 101's h carries the Upgrade field (the writer adds
+	// "Connection: Upgrade"), and that "Connection: close" in a final
+	// response to an HTTP/1 request asks for the connection to be closed
+	// after it. The writer frames the body itself from
+	// bodyLen, the number of body
+	// bytes that will follow (-1: unknown, streamed). For a HEAD request
+	// and for 204 and 304 no body is sent whatever bodyLen says; bodyLen
+	// still becomes the Content-Length of a HEAD or 304 answer when >= 0.
+	// h may be reused once WriteHead returns.
+	WriteHead(status int, h Header, bodyLen int64) error
+	// Write sends body bytes. Writes are buffered until Flush or until
+	// the buffer fills; the handler's return flushes.
+	Write(p []byte) (int, error)
+	// Flush sends what is buffered.
+	Flush() error
+	// WriteTrailer ends a body of unknown length with trailer fields
+	// (chunked HTTP/1.1, HTTP/2). Fields the protocol cannot carry are
+	// dropped.
+	WriteTrailer(h Header) error
+	// Abort ends the exchange abnormally after a response was started (an
+	// upstream failed mid-body): HTTP/1 closes the connection without
+	// finishing the body (no last chunk), HTTP/2 resets the stream. A body
+	// with a length that ends short is aborted the same way when the
+	// handler returns.
+	Abort()
+	// SetReadDeadline bounds the handler's reads of the request body (the
+	// connection's or the stream's read deadline); a read blocked past it
+	// returns an error. The zero time removes the bound.
+	SetReadDeadline(t time.Time) error
+	// Tunnel is called after WriteHead(101, ...) and turns the exchange
+	// into a two-way byte stream between the client and up; pre holds
+	// bytes already read from up that belong to the tunnel. The writer
+	// owns up from this call on (it closes it), and Tunnel returns at
+	// once: the front end carries the bytes (spliced or parked). It
+	// reports an error when the client connection cannot be tunneled
+	// (HTTP/2); up is closed then.
+	Tunnel(up net.Conn, pre []byte) error
+}
+
+// Handler serves requests. ServeProxy must not keep req, its strings or w
+// after it returns.
+type Handler interface {
+	ServeProxy(w ResponseWriter, req *Request)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(w ResponseWriter, req *Request)
+
+// ServeProxy calls f(w, req).
+func (f HandlerFunc) ServeProxy(w ResponseWriter, req *Request) { f(w, req) }

@@ -1,0 +1,211 @@
+// Package stdhttp adapts net/http to edgeway's request type: Handler turns
+// an httpmsg.Handler into an http.Handler, for the front ends that stay on
+// net/http servers (HTTP/2 over x/net/http2, later HTTP/3) and for tests
+// that serve the router with httptest. It copies the header map into a
+// field list and back, so it costs what net/http costs; the HTTP/1 engine
+// does not go through it.
+package stdhttp
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
+)
+
+// Handler returns an http.Handler that serves every request with h.
+func Handler(h httpmsg.Handler) http.Handler { return &adapter{h: h} }
+
+type adapter struct {
+	h    httpmsg.Handler
+	pool sync.Pool // *state
+}
+
+// state is one request's adapted form, pooled.
+type state struct {
+	req    httpmsg.Request
+	fields httpmsg.Header
+	w      writer
+}
+
+func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st, _ := a.pool.Get().(*state)
+	if st == nil {
+		st = &state{fields: make(httpmsg.Header, 0, 16)}
+	}
+	fill(&st.req, st.fields[:0], r)
+	st.fields = st.req.Header
+	st.w = writer{w: w, rc: http.NewResponseController(w), proto: r.ProtoMajor, head: r.Method == http.MethodHead}
+	a.h.ServeProxy(&st.w, &st.req)
+	aborted := st.w.aborted || (st.w.bodyLen >= 0 && st.w.written < st.w.bodyLen && !st.w.head && st.w.status != 304 && st.w.status != 204)
+	clear(st.fields)
+	st.req, st.w = httpmsg.Request{}, writer{}
+	a.pool.Put(st)
+	if aborted {
+		panic(http.ErrAbortHandler) // net/http closes the connection or resets the stream
+	}
+}
+
+// fill sets req from r, with its fields appended to fields.
+func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
+	for k, vv := range r.Header {
+		for _, v := range vv {
+			fields = append(fields, httpmsg.Field{Name: k, Value: v})
+		}
+	}
+	target := r.RequestURI
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	*req = httpmsg.Request{
+		Method: r.Method, Target: target, Host: r.Host,
+		ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
+		Header: fields, ContentLength: r.ContentLength,
+		Close: r.Close, TLS: r.TLS != nil, Ctx: r.Context(),
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		req.ContentLength = 0
+	} else {
+		req.Body = r.Body
+	}
+	if r.Trailer != nil {
+		req.Trailer = func() httpmsg.Header { return fromMap(r.Trailer) }
+	}
+	req.RemoteAddr, _ = netip.ParseAddrPort(r.RemoteAddr)
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		req.LocalAddr = a.AddrPort()
+	}
+}
+
+func fromMap(m http.Header) httpmsg.Header {
+	var h httpmsg.Header
+	for k, vv := range m {
+		for _, v := range vv {
+			h = append(h, httpmsg.Field{Name: k, Value: v})
+		}
+	}
+	return h
+}
+
+// writer is httpmsg.ResponseWriter over an http.ResponseWriter.
+type writer struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	proto   int
+	head    bool
+	status  int
+	bodyLen int64
+	written int64
+	aborted bool
+	upgrade httpmsg.Header // a 101's fields, until Tunnel
+}
+
+func (w *writer) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
+	if status == http.StatusSwitchingProtocols {
+		w.status = status
+		for _, f := range h {
+			w.upgrade = append(w.upgrade, httpmsg.Field{Name: strings.Clone(f.Name), Value: strings.Clone(f.Value)})
+		}
+		return nil
+	}
+	// net/http writes the header later; h's strings may live in a buffer
+	// that is reused once WriteHead returns, so they are copied.
+	hdr := w.w.Header()
+	for _, f := range h {
+		k := http.CanonicalHeaderKey(strings.Clone(f.Name))
+		hdr[k] = append(hdr[k], strings.Clone(f.Value))
+	}
+	if status < 200 {
+		w.w.WriteHeader(status)
+		for _, f := range h {
+			delete(hdr, http.CanonicalHeaderKey(f.Name))
+		}
+		return nil
+	}
+	w.status, w.bodyLen = status, bodyLen
+	if bodyLen >= 0 && status != http.StatusNoContent {
+		hdr["Content-Length"] = []string{strconv.FormatInt(bodyLen, 10)}
+	}
+	w.w.WriteHeader(status)
+	return nil
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+func (w *writer) Flush() error { return w.rc.Flush() }
+
+func (w *writer) WriteTrailer(h httpmsg.Header) error {
+	hdr := w.w.Header()
+	for _, f := range h {
+		k := http.TrailerPrefix + http.CanonicalHeaderKey(f.Name)
+		hdr[k] = append(hdr[k], strings.Clone(f.Value))
+	}
+	return nil
+}
+
+func (w *writer) Abort() { w.aborted = true }
+
+func (w *writer) SetReadDeadline(t time.Time) error { return w.rc.SetReadDeadline(t) }
+
+var errNoTunnel = errors.New("stdhttp: the connection cannot be tunneled (not HTTP/1)")
+
+// Tunnel hijacks an HTTP/1 connection, sends the 101 and copies bytes both
+// ways on two goroutines until both directions end.
+func (w *writer) Tunnel(up net.Conn, pre []byte) error {
+	if w.proto != 1 || w.status != http.StatusSwitchingProtocols {
+		up.Close()
+		return errNoTunnel
+	}
+	c, brw, err := w.rc.Hijack()
+	if err != nil {
+		up.Close()
+		return err
+	}
+	bw := brw.Writer
+	bw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
+	for _, f := range w.upgrade {
+		bw.WriteString(f.Name)
+		bw.WriteString(": ")
+		bw.WriteString(f.Value)
+		bw.WriteString("\r\n")
+	}
+	bw.WriteString("Connection: Upgrade\r\n\r\n")
+	bw.Write(pre)
+	if err := bw.Flush(); err != nil {
+		c.Close()
+		up.Close()
+		return err
+	}
+	go pipe(c, brw.Reader, up)
+	return nil
+}
+
+// pipe copies client to up and up to client; when either direction ends,
+// both connections close (as httputil.ReverseProxy does).
+func pipe(client net.Conn, cr *bufio.Reader, up net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() {
+		io.Copy(up, cr)
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(client, up)
+		done <- struct{}{}
+	}()
+	<-done
+	client.Close()
+	up.Close()
+	<-done
+}

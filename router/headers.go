@@ -1,0 +1,216 @@
+package router
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
+)
+
+// bytesString views b as a string without copying; b must not change
+// while the string is in use (the exchange's buffers live until reset).
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// stripForwarded deletes the forwarding headers an untrusted peer sent
+// (rules-semantics.md §3.1 step 5), before matching sees them. Underscore
+// spellings go too, since some backends treat '_' as '-'.
+func stripForwarded(h httpmsg.Header) httpmsg.Header {
+	out := h[:0]
+	for _, f := range h {
+		if !isForwardingHeader(f.Name) {
+			out = append(out, f)
+		}
+	}
+	clear(h[len(out):])
+	return out
+}
+
+var forwardingHeaders = []string{
+	"forwarded", "x-real-ip", "x-scheme", "x-forwarded-for", "x-forwarded-proto",
+	"x-forwarded-host", "x-forwarded-port", "x-forwarded-server", "x-forwarded-uri",
+	"x-forwarded-method", "x-forwarded-prefix", "x-forwarded-scheme",
+	"x-forwarded-tls-client-cert", "x-forwarded-tls-client-cert-info",
+}
+
+func isForwardingHeader(k string) bool {
+	if k == "" || (k[0]|0x20 != 'x' && k[0]|0x20 != 'f') {
+		return false
+	}
+	for _, f := range forwardingHeaders {
+		if len(f) == len(k) && equalFoldDash(k, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// equalFoldDash compares k to the lower-case f ignoring ASCII case and
+// treating '_' in k as '-'.
+func equalFoldDash(k, f string) bool {
+	for i := range len(k) {
+		c := k[i]
+		if c == '_' {
+			c = '-'
+		} else if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != f[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stripConnectionOptions deletes the headers the client listed in
+// Connection before matching sees them (rules-semantics.md §3.1 step 5).
+// The forwarding headers edgeway manages and the Upgrade header of an
+// upgrade stay.
+func stripConnectionOptions(h httpmsg.Header) httpmsg.Header {
+	for i := 0; i < len(h); i++ {
+		if !httpmsg.EqualFold(h[i].Name, "Connection") {
+			continue
+		}
+		for tok := range strings.SplitSeq(h[i].Value, ",") {
+			tok = strings.TrimSpace(tok)
+			if tok == "" || strings.EqualFold(tok, "upgrade") || strings.EqualFold(tok, "close") ||
+				strings.EqualFold(tok, "connection") || isForwardingHeader(tok) {
+				continue
+			}
+			h = h.Del(tok)
+		}
+	}
+	return h
+}
+
+// stripH2CUpgrade removes an "Upgrade: h2c" offer (RFC 9113 §3.1 removed
+// that upgrade; it is never tunneled): the h2c token of Upgrade, and
+// HTTP2-Settings. Other Upgrade tokens stay.
+func stripH2CUpgrade(h httpmsg.Header) httpmsg.Header {
+	found := false
+	for _, f := range h {
+		if httpmsg.EqualFold(f.Name, "HTTP2-Settings") ||
+			(httpmsg.EqualFold(f.Name, "Upgrade") && hasToken(f.Value, "h2c")) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return h
+	}
+	h = h.Del("HTTP2-Settings")
+	for i := 0; i < len(h); i++ {
+		if httpmsg.EqualFold(h[i].Name, "Upgrade") && hasToken(h[i].Value, "h2c") {
+			rest := dropToken(h[i].Value, "h2c")
+			if rest == "" {
+				h = append(h[:i], h[i+1:]...)
+				i--
+				continue
+			}
+			h[i].Value = rest
+		}
+	}
+	return h
+}
+
+// hasToken reports whether the comma-separated list v holds tok (ASCII
+// case-insensitive).
+func hasToken(v, tok string) bool {
+	for t := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(t), tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropToken returns the list v without tok (it allocates; rare).
+func dropToken(v, tok string) string {
+	var keep []string
+	for t := range strings.SplitSeq(v, ",") {
+		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, tok) {
+			keep = append(keep, t)
+		}
+	}
+	return strings.Join(keep, ", ")
+}
+
+// hopByHop reports whether a field is connection-specific (RFC 9110 §7.6.1)
+// or framing that the sender of the next hop writes itself.
+func hopByHop(name string) bool {
+	switch len(name) {
+	case 2:
+		return httpmsg.EqualFold(name, "TE")
+	case 7:
+		return httpmsg.EqualFold(name, "Trailer") || httpmsg.EqualFold(name, "Upgrade")
+	case 10:
+		return httpmsg.EqualFold(name, "Connection") || httpmsg.EqualFold(name, "Keep-Alive")
+	case 14:
+		return httpmsg.EqualFold(name, "Content-Length")
+	case 16:
+		return httpmsg.EqualFold(name, "Proxy-Connection")
+	case 17:
+		return httpmsg.EqualFold(name, "Transfer-Encoding")
+	case 18:
+		return httpmsg.EqualFold(name, "Proxy-Authenticate")
+	case 19:
+		return httpmsg.EqualFold(name, "Proxy-Authorization")
+	}
+	return false
+}
+
+// appendEndToEnd appends src's end-to-end fields to dst: hop-by-hop and
+// framing fields, the fields named in Connection, and edgeway's
+// forwarding headers (set afresh by setForwarded) are left out. An
+// upgrade keeps "Connection: Upgrade" and its Upgrade field; a request's
+// "TE: trailers" is kept, as it must reach a gRPC server.
+func appendEndToEnd(dst, src httpmsg.Header, request bool) httpmsg.Header {
+	conn, upgrade, trailers := connectionOf(src), "", false
+	for _, f := range src {
+		switch {
+		case httpmsg.EqualFold(f.Name, "Upgrade"):
+			upgrade = f.Value
+		case httpmsg.EqualFold(f.Name, "TE"):
+			trailers = trailers || hasToken(f.Value, "trailers")
+		}
+	}
+	for _, f := range src {
+		if hopByHop(f.Name) || (request && isOutboundForwarding(f.Name)) || (conn != "" && hasToken(conn, f.Name)) {
+			continue
+		}
+		dst = append(dst, f)
+	}
+	if request && upgrade != "" && hasToken(conn, "upgrade") {
+		dst = append(dst, httpmsg.Field{Name: "Connection", Value: "Upgrade"},
+			httpmsg.Field{Name: "Upgrade", Value: upgrade})
+	}
+	if request && trailers {
+		dst = append(dst, httpmsg.Field{Name: "Te", Value: "trailers"})
+	}
+	return dst
+}
+
+// connectionOf joins the Connection fields of h (no allocation for one).
+func connectionOf(h httpmsg.Header) string {
+	v := ""
+	for _, f := range h {
+		if httpmsg.EqualFold(f.Name, "Connection") {
+			if v == "" {
+				v = f.Value
+			} else {
+				v += "," + f.Value
+			}
+		}
+	}
+	return v
+}
+
+// isOutboundForwarding names the headers setForwarded writes.
+func isOutboundForwarding(k string) bool {
+	return httpmsg.EqualFold(k, "X-Forwarded-For") || httpmsg.EqualFold(k, "X-Forwarded-Proto") ||
+		httpmsg.EqualFold(k, "X-Forwarded-Host") || httpmsg.EqualFold(k, "Forwarded")
+}

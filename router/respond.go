@@ -1,0 +1,70 @@
+package router
+
+import (
+	"net/http"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
+)
+
+// Answers edgeway writes itself: errors, 404, respond and redirect.
+
+// errorBodies holds "Status Text\n" for every status, built once, so an
+// error answer allocates nothing.
+var errorBodies = func() map[int][]byte {
+	m := make(map[int][]byte)
+	for code := 100; code < 600; code++ {
+		if t := http.StatusText(code); t != "" {
+			m[code] = []byte(t + "\n")
+		}
+	}
+	return m
+}()
+
+const textPlain = "text/plain; charset=utf-8"
+
+// plainError answers code with its status text and nothing internal, as
+// http.Error does.
+func (x *exchange) plainError(code int) {
+	body := errorBodies[code]
+	h := x.errorHeader()
+	x.respHdr = h
+	if x.w.WriteHead(code, h, int64(len(body))) == nil {
+		x.w.Write(body)
+	}
+}
+
+// errorHeader is the header of an answer edgeway writes itself.
+func (x *exchange) errorHeader() httpmsg.Header {
+	return append(x.respHdr[:0],
+		httpmsg.Field{Name: "Content-Type", Value: textPlain},
+		httpmsg.Field{Name: "X-Content-Type-Options", Value: "nosniff"})
+}
+
+func (x *exchange) notFound() {
+	h := x.errorHeader()
+	x.respHdr = h
+	if x.w.WriteHead(404, h, int64(len(x.l.notFound))) == nil {
+		x.w.Write(x.l.notFound)
+	}
+}
+
+// answer serves a respond or redirect route.
+func (x *exchange) answer(a *answer) {
+	h := x.respHdr[:0]
+	if a.target != nil {
+		x.buf = a.location(x.buf[:0], x.reqPath, x.query)
+		h = append(h, httpmsg.Field{Name: "Location", Value: bytesString(x.buf)})
+		h = applyHeaders(h, x.rt.chain.respHeader)
+		x.respHdr = h
+		x.w.WriteHead(a.code, h, 0)
+		return
+	}
+	if len(a.body) > 0 {
+		h = append(h, httpmsg.Field{Name: "Content-Type", Value: textPlain})
+	}
+	h = applyHeaders(h, x.rt.chain.respHeader)
+	x.respHdr = h
+	if x.w.WriteHead(a.code, h, int64(len(a.body))) == nil {
+		x.w.Write(a.body)
+	}
+}
