@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test check vet fmt race tools bench bench-idle bench-go fuzz clean
+.PHONY: all build run test check vet fmt race tools bench bench-idle bench-ws bench-go fuzz clean
 
 all: build
 
@@ -52,9 +52,13 @@ bench: build
 bench-idle: build
 	scripts/bench.sh idle
 
+# bench-ws: memory per idle WebSocket tunnel and echo latency (ws-conns.sh).
+bench-ws: build
+	scripts/bench.sh ws
+
 # bench-go: the Go micro-benchmarks (matcher, guard, router).
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem ./routes/... ./listeners/... ./router/...
+	$(GO) test -run '^$$' -bench . -benchmem ./routes/... ./listeners/... ./router/... ./internal/http1/...
 
 # fuzz: each native fuzz target for FUZZTIME.
 fuzz:

@@ -24,6 +24,7 @@ type Config struct {
 	Listeners []Listener
 	Admin     *Admin // nil when the main file has no admin block
 	Log       Log
+	Runtime   Runtime
 	// ShutdownGrace is how long in-flight requests may run after SIGTERM
 	// before connections are closed. Default 10s.
 	ShutdownGrace time.Duration
@@ -70,6 +71,45 @@ type Listener struct {
 	ReusePort bool
 	// NoDelay sets TCP_NODELAY on accepted connections. Default true.
 	NoDelay bool
+	// AcceptLoops is the number of listening sockets, one accept
+	// goroutine each, when ReusePort is on (the kernel spreads new
+	// connections over them). 0 means one per GOMAXPROCS. Default 0; at
+	// most 256; more than 1 needs `reuseport on`.
+	AcceptLoops int
+	// DeferAccept sets TCP_DEFER_ACCEPT, in whole seconds: the kernel hands a connection over only when its first bytes arrive,
+	// or after about this long, so clients that connect and send nothing
+	// (port probes, some health checks) wake nothing. Clients speak first
+	// in HTTP, TLS and the PROXY protocol, so nothing waits on it. 0
+	// (written `off`) turns it off. Default 1s; at most 1m.
+	DeferAccept time.Duration
+	// FastOpen is the TCP_FASTOPEN queue length: the number of pending
+	// connections whose SYN may carry data (the kernel must allow it:
+	// net.ipv4.tcp_fastopen bit 2). SYN data can be replayed, so it is off
+	// by default. 0 (written `off`) turns it off. Default 0; at most 65535.
+	FastOpen int
+	// KeepAlive turns TCP keepalive probes on for client connections, so
+	// that peers gone behind a NAT or firewall are found and closed.
+	// Default true.
+	KeepAlive bool
+	// KeepAliveIdle is the silence before the first probe (TCP_KEEPIDLE).
+	// Default 60s; 0 leaves the system default
+	// (net.ipv4.tcp_keepalive_time); whole seconds, at most 32767s.
+	KeepAliveIdle time.Duration
+	// KeepAliveInterval is the time between probes (TCP_KEEPINTVL).
+	// Default 15s; 0 leaves the system default; whole seconds, at most
+	// 32767s.
+	KeepAliveInterval time.Duration
+	// KeepAliveCount is the number of unanswered probes before the
+	// connection is dropped (TCP_KEEPCNT). Default 4; 0 leaves the system
+	// default; at most 127.
+	KeepAliveCount int
+	// RecvBuffer and SendBuffer set SO_RCVBUF and SO_SNDBUF on the
+	// listening socket, which accepted connections inherit. Smaller
+	// buffers let many idle connections cost less kernel memory; the
+	// kernel doubles the value and caps it at net.core.rmem_max /
+	// wmem_max. 0 keeps the kernel's autotuning. Default 0; at most 64MiB.
+	RecvBuffer int
+	SendBuffer int
 	// TrustedProxies lists the peers whose X-Forwarded-* and Forwarded
 	// headers are kept; from any other peer they are replaced. Default none.
 	TrustedProxies []netip.Prefix
@@ -100,6 +140,27 @@ type Log struct {
 	Output string
 	// Level is "debug", "info", "warn" or "error". Default "info".
 	Level string
+}
+
+// Runtime is the `runtime { ... }` block: settings of the Go runtime,
+// applied at start (engine.ApplyRuntime). A zero field leaves its setting
+// as the environment (GOMAXPROCS, GOMEMLIMIT, GOGC) or the runtime's
+// default made it.
+type Runtime struct {
+	// GOMAXPROCS is the number of threads running Go code at once. 0
+	// (written `auto`) keeps the runtime's default: since Go 1.25 it
+	// follows the CPU count and the cgroup CPU quota (container limit),
+	// and is updated when the quota changes. Default 0; at most 1024.
+	GOMAXPROCS int
+	// MemoryLimit is the soft memory limit (debug.SetMemoryLimit, as
+	// GOMEMLIMIT): the collector works harder as the heap nears it.
+	// Default 0 (no limit unless GOMEMLIMIT is set); at least 1MiB.
+	MemoryLimit int64
+	// GCPercent is the heap growth that triggers a collection
+	// (debug.SetGCPercent, as GOGC). -1 (written `off`) turns the
+	// collector off until MemoryLimit is reached, and needs it. Default 0
+	// (GOGC or 100); otherwise at least 1.
+	GCPercent int
 }
 
 // Upstream is an `upstream NAME { ... }` block.

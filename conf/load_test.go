@@ -122,7 +122,7 @@ func TestVocabularyHasHandlers(t *testing.T) {
 	t.Parallel()
 	tables := map[routes.BlockKind][]string{
 		routes.MainBlock: keys(topTable), routes.ListenBlock: keys(listenTable), routes.AdminBlock: keys(adminTable),
-		routes.LogBlock: keys(logTable), routes.UpstreamBlock: keys(upstreamTable), routes.RouteBlock: keys(routeTable),
+		routes.LogBlock: keys(logTable), routes.RuntimeBlock: keys(runtimeTable), routes.UpstreamBlock: keys(upstreamTable), routes.RouteBlock: keys(routeTable),
 		routes.TCPRouteBlock: keys(tcpRouteTable),
 	}
 	for kind, handlers := range tables {
@@ -166,6 +166,9 @@ func TestDefaults(t *testing.T) {
 	wantL.Pos = Pos{File: "main.conf", Line: 1, Col: 1}
 	if !reflect.DeepEqual(cfg.Listeners[0], wantL) {
 		t.Errorf("listener = %+v\nwant       %+v", cfg.Listeners[0], wantL)
+	}
+	if cfg.Runtime != (Runtime{}) {
+		t.Errorf("runtime = %+v, want every setting left alone", cfg.Runtime)
 	}
 	if cfg.Admin.Listen != "127.0.0.1:9900" || cfg.ShutdownGrace != 10*time.Second {
 		t.Errorf("admin %+v grace %v", cfg.Admin, cfg.ShutdownGrace)

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/edgeway/edgeway/routes"
@@ -21,6 +22,7 @@ func init() {
 		"log": func(b *builder, _ *routes.File, d *routes.Directive) {
 			run(b, logTable, &b.cfg.Log, d.Block.Directives)
 		},
+		"runtime":        runtimeDirective,
 		"shutdown_grace": shutdownGrace,
 		"include":        func(b *builder, f *routes.File, d *routes.Directive) { b.include(f, d) },
 		"upstream":       upstreamDirective,
@@ -45,6 +47,11 @@ func DefaultListener(name, addr string) Listener {
 		MaxHeaderBytes:    32 << 10,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		NoDelay:           true,
+		DeferAccept:       time.Second,
+		KeepAlive:         true,
+		KeepAliveIdle:     60 * time.Second,
+		KeepAliveInterval: 15 * time.Second,
+		KeepAliveCount:    4,
 		NotFoundBody:      "404 page not found\n",
 		Normalize:         true,
 	}
@@ -56,6 +63,9 @@ func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	run(b, listenTable, &l, d.Block.Directives)
 	if !hasDirective(d, "addr") {
 		b.errorf(d.Pos, "listener %q has no addr", l.Name)
+	}
+	if a := findDirective(d, "accept_loops"); a != nil && l.AcceptLoops > 1 && !l.ReusePort {
+		b.errorf(a.Args[0].Pos, "accept_loops: %d sockets need `reuseport on`", l.AcceptLoops)
 	}
 	b.cfg.Listeners = append(b.cfg.Listeners, l)
 }
@@ -75,9 +85,35 @@ var listenTable = table[*Listener]{
 	"backlog":             func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) },
 	"reuseport":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.ReusePort) },
 	"nodelay":             func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.NoDelay) },
-	"trusted_proxies":     trustedProxies,
-	"not_found_body":      func(b *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value },
-	"normalize":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.Normalize) },
+	"accept_loops":        func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 256, "", &l.AcceptLoops) },
+	"defer_accept":        func(b *builder, l *Listener, d *routes.Directive) { b.setSeconds(d, time.Minute, true, &l.DeferAccept) },
+	"tcp_fastopen":        func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 1, 65535, "off", &l.FastOpen) },
+	"keepalive":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.KeepAlive) },
+	"keepalive_idle": func(b *builder, l *Listener, d *routes.Directive) {
+		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveIdle)
+	},
+	"keepalive_interval": func(b *builder, l *Listener, d *routes.Directive) {
+		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveInterval)
+	},
+	"keepalive_count": func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 127, "", &l.KeepAliveCount) },
+	"rcvbuf":          func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.RecvBuffer) },
+	"sndbuf":          func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.SendBuffer) },
+	"trusted_proxies": trustedProxies,
+	"not_found_body":  func(b *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value },
+	"normalize":       func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.Normalize) },
+}
+
+// maxKeepAlive is the kernel's limit on TCP_KEEPIDLE and TCP_KEEPINTVL
+// (MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL).
+const maxKeepAlive = 32767 * time.Second
+
+// maxSocketBuffer is the largest rcvbuf or sndbuf accepted.
+const maxSocketBuffer = 64 << 20
+
+func socketBuffer(b *builder, d *routes.Directive, dst *int) {
+	var v int64 = int64(*dst)
+	b.setSizeRange(d, 0, maxSocketBuffer, &v)
+	*dst = int(v)
 }
 
 // listenAddr checks an address something listens on and remembers it for
@@ -194,6 +230,32 @@ var logTable = table[*Log]{
 	},
 }
 
+func runtimeDirective(b *builder, _ *routes.File, d *routes.Directive) {
+	r := &b.cfg.Runtime
+	run(b, runtimeTable, r, d.Block.Directives)
+	if g := findDirective(d, "gc_percent"); g != nil && r.GCPercent < 0 && r.MemoryLimit == 0 {
+		b.errorf(g.Args[0].Pos, "gc_percent: off needs gomemlimit, or the heap grows without bound")
+	}
+}
+
+var runtimeTable = table[*Runtime]{
+	"gomaxprocs": func(b *builder, r *Runtime, d *routes.Directive) { b.setIntRange(d, 1, 1024, "auto", &r.GOMAXPROCS) },
+	"gomemlimit": func(b *builder, r *Runtime, d *routes.Directive) {
+		b.setSizeRange(d, 1<<20, math.MaxInt64, &r.MemoryLimit)
+	},
+	"gc_percent": gcPercent,
+}
+
+// gcPercent reads `gc_percent N|off`; N is at least 1 (0 would collect
+// all the time).
+func gcPercent(b *builder, r *Runtime, d *routes.Directive) {
+	if d.Args[0].Value == "off" {
+		r.GCPercent = -1
+		return
+	}
+	b.setIntRange(d, 1, math.MaxInt32, "off", &r.GCPercent)
+}
+
 func shutdownGrace(b *builder, _ *routes.File, d *routes.Directive) {
 	if v, ok := b.duration(d, false); ok {
 		b.cfg.ShutdownGrace = v
@@ -210,10 +272,16 @@ func (b *builder) path(d *routes.Directive) string {
 }
 
 func hasDirective(d *routes.Directive, name string) bool {
+	return findDirective(d, name) != nil
+}
+
+// findDirective returns the last directive called name in d's block.
+func findDirective(d *routes.Directive, name string) *routes.Directive {
+	var found *routes.Directive
 	for _, c := range d.Block.Directives {
 		if c.Name == name {
-			return true
+			found = c
 		}
 	}
-	return false
+	return found
 }

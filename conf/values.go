@@ -2,6 +2,7 @@ package conf
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -43,6 +44,76 @@ func (b *builder) setInt(d *routes.Directive, lo int, dst *int) {
 		b.errorf(a.Pos, "%s: %v", d.Name, err)
 	case v < lo:
 		b.errorf(a.Pos, "%s: must be at least %d, got %d", d.Name, lo, v)
+	default:
+		*dst = v
+	}
+}
+
+// setIntRange reads a whole number from lo to hi into dst; the word
+// `off`, when zeroWord is "off", or `auto` likewise, reads as 0.
+func (b *builder) setIntRange(d *routes.Directive, lo, hi int, zeroWord string, dst *int) {
+	a := d.Args[0]
+	if zeroWord != "" && a.Value == zeroWord {
+		*dst = 0
+		return
+	}
+	v, err := routes.ParseInt(a.Value)
+	switch {
+	case err != nil && zeroWord != "":
+		b.errorf(a.Pos, "%s: invalid value %q (expected a whole number or %s)", d.Name, a.Value, zeroWord)
+	case err != nil:
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+	case v < lo || v > hi:
+		b.errorf(a.Pos, "%s: %d is out of range (expected %d to %d)", d.Name, v, lo, hi)
+	default:
+		*dst = v
+	}
+}
+
+// setSizeRange reads a byte count from lo to hi into dst.
+func (b *builder) setSizeRange(d *routes.Directive, lo, hi int64, dst *int64) {
+	a := d.Args[0]
+	v, err := routes.ParseSize(a.Value)
+	switch {
+	case err != nil:
+		b.errorf(a.Pos, "%s: %v", d.Name, err)
+	case v < lo && hi == math.MaxInt64:
+		b.errorf(a.Pos, "%s: %s is out of range (expected at least %s)", d.Name, a.Value, sizeText(lo))
+	case v < lo || v > hi:
+		b.errorf(a.Pos, "%s: %s is out of range (expected %s to %s)", d.Name, a.Value, sizeText(lo), sizeText(hi))
+	default:
+		*dst = v
+	}
+}
+
+// sizeText writes a limit for a message: 64MiB, 1KiB, 0.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		unit string
+		mult int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.unit
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// setSeconds reads a duration of whole seconds, at most hi, into dst; 0
+// is allowed, and so is the word `off` (as 0) when off is set.
+func (b *builder) setSeconds(d *routes.Directive, hi time.Duration, off bool, dst *time.Duration) {
+	a := d.Args[0]
+	if off && a.Value == "off" {
+		*dst = 0
+		return
+	}
+	v, ok := b.duration(d, false)
+	switch {
+	case !ok:
+	case v%time.Second != 0:
+		b.errorf(a.Pos, "%s: %s is not a whole number of seconds", d.Name, a.Value)
+	case v > hi:
+		b.errorf(a.Pos, "%s: %s is out of range (expected at most %v)", d.Name, a.Value, hi)
 	default:
 		*dst = v
 	}

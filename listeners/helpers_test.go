@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 const ioTimeout = 5 * time.Second
@@ -23,7 +24,7 @@ func testConfig() conf.Listener {
 }
 
 // start serves h on cfg and shuts the server down when the test ends.
-func start(t *testing.T, cfg conf.Listener, h http.Handler) *Server {
+func start(t *testing.T, cfg conf.Listener, h httpmsg.Handler) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := Listen(cfg, h, log)

@@ -1,37 +1,42 @@
-// Package listeners holds edgeway's protocol front ends. This file's Server
-// is the cleartext one: HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on
-// one port, served by Go's net/http, with an HTTP/1 framing guard in front
-// of Go's parser so that requests two parsers could frame differently are
-// refused (see internal/h1guard). The tradeoff: the guard inspects every
-// inbound byte of HTTP/1 connections (about a nanosecond or two each, no
-// allocation) and is stricter than Go in a few corners of chunked framing.
+// Package listeners holds edgeway's protocol front ends. Server is the
+// cleartext one: HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on one
+// port. The connection engine (listeners/engine) owns the sockets: an idle
+// keep-alive connection is parked on its epoll loop and holds no goroutine
+// and no buffer; when bytes arrive, the HTTP/1 server (listeners/http1)
+// parses the request in place and hands edgeway's own request type to the
+// router. A connection that opens with the HTTP/2 preface is handed to
+// golang.org/x/net/http2, whose requests reach the same router through
+// the net/http adapter (internal/httpmsg/stdhttp). The tradeoff: an h2c
+// connection keeps its goroutines (x/net/http2 is goroutine-bound), so
+// only HTTP/1 connections get the parked cost.
 package listeners
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
+	"github.com/edgeway/edgeway/listeners/engine"
+	"github.com/edgeway/edgeway/listeners/http1"
 )
 
 // Defaults applied by Listen to zero fields of a conf.Listener (conf.Load
-// fills the same values; they matter for a Listener built by hand). Boolean
-// fields are taken as given: a hand-built Listener with NoDelay false turns
-// Nagle's algorithm on.
+// fills the same values; they matter for a Listener built by hand).
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 32 << 10
 )
 
-// HTTP/2 limits; the header list limit is MaxHeaderBytes (Go derives it).
+// HTTP/2 limits; the header list limit is MaxHeaderBytes.
 const (
 	h2MaxConcurrentStreams = 250
 	h2SendPingTimeout      = 30 * time.Second // ping a connection silent this long
@@ -39,27 +44,22 @@ const (
 	h2WriteByteTimeout     = 30 * time.Second // close a peer that stops reading
 )
 
-// Server is one cleartext listener: a bound socket and the HTTP server on
-// it. Its methods are safe for concurrent use.
+// Server is one cleartext listener. Its methods are safe for concurrent
+// use.
 type Server struct {
-	name    string
-	log     *slog.Logger
-	noDelay bool
-	h2c     bool // the listener speaks h2c: the guard lets the preface through
-	http    *http.Server
-	ln      *listener
-
-	shutting atomic.Bool
-	mu       sync.Mutex
-	hijacked map[*conn]struct{} // hijacked connections still open
+	name string
+	eng  *engine.Engine
+	h1   *http1.Server
+	h2   *http2.Server
+	base *http.Server // settings and graceful shutdown of the h2c connections
 }
 
 // Listen binds cfg.Addr and prepares h to be served on it; Serve starts
 // serving. Zero durations and sizes in cfg take the defaults above; an
 // empty Protocols means "http1" and "h2c". A nil log uses slog.Default.
-func Listen(cfg conf.Listener, h http.Handler, log *slog.Logger) (*Server, error) {
+func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, error) {
 	cfg = withDefaults(cfg)
-	protos, err := protocols(cfg.Protocols)
+	h2c, err := servesH2C(cfg.Protocols)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 	}
@@ -67,27 +67,38 @@ func Listen(cfg conf.Listener, h http.Handler, log *slog.Logger) (*Server, error
 		log = slog.Default()
 	}
 	log = log.With("listener", cfg.Name)
-	tcp, err := listenTCP(cfg)
+	s := &Server{name: cfg.Name}
+	hc := http1.Config{
+		Name: cfg.Name, Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, Log: log,
+		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
+	}
+	if h2c {
+		s.base = &http.Server{
+			Handler:           stdhttp.Handler(h),
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
+			MaxHeaderBytes:    cfg.MaxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		s.h2 = &http2.Server{
+			MaxConcurrentStreams: h2MaxConcurrentStreams,
+			IdleTimeout:          cfg.IdleTimeout,
+			ReadIdleTimeout:      h2SendPingTimeout,
+			PingTimeout:          h2PingTimeout,
+			WriteByteTimeout:     h2WriteByteTimeout,
+		}
+		if err := http2.ConfigureServer(s.base, s.h2); err != nil {
+			return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
+		}
+		hc.H2C = s.serveH2C
+	}
+	s.h1 = http1.New(hc)
+	eng, err := engine.Listen(engine.ConfigFrom(cfg), s.h1, log)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 	}
-	s := &Server{name: cfg.Name, log: log, noDelay: cfg.NoDelay, h2c: protos.UnencryptedHTTP2(), hijacked: make(map[*conn]struct{})}
-	s.ln = newListener(tcp, cfg.MaxConns, s)
-	s.http = &http.Server{
-		Handler:           guardUpgrades(h),
-		Protocols:         protos,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ConnState:         s.connState,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams: h2MaxConcurrentStreams,
-			SendPingTimeout:      h2SendPingTimeout,
-			PingTimeout:          h2PingTimeout,
-			WriteByteTimeout:     h2WriteByteTimeout,
-		},
-	}
+	s.eng = eng
 	return s, nil
 }
 
@@ -107,108 +118,54 @@ func withDefaults(cfg conf.Listener) conf.Listener {
 	return cfg
 }
 
-func protocols(names []string) (*http.Protocols, error) {
-	p := new(http.Protocols)
+// servesH2C checks the protocol names and reports whether h2c is on.
+// HTTP/1 is always served: the engine's first protocol.
+func servesH2C(names []string) (bool, error) {
+	h2c := false
 	for _, n := range names {
 		switch n {
 		case "http1":
-			p.SetHTTP1(true)
 		case "h2c":
-			p.SetUnencryptedHTTP2(true)
+			h2c = true
 		default:
-			return nil, fmt.Errorf("protocol %q is not served by a cleartext listener", n)
+			return false, fmt.Errorf("protocol %q is not served by a cleartext listener", n)
 		}
 	}
-	return p, nil
+	return h2c, nil
+}
+
+// serveH2C serves one HTTP/2 connection with prior knowledge until it
+// ends.
+func (s *Server) serveH2C(c net.Conn) {
+	s.h2.ServeConn(c, &http2.ServeConnOpts{BaseConfig: s.base, Handler: s.base.Handler})
 }
 
 // Addr returns the address the listener is bound to.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr { return s.eng.Addr() }
+
+// Stats returns the engine's connection counts.
+func (s *Server) Stats() engine.Stats { return s.eng.Stats() }
 
 // Serve accepts and serves connections until Shutdown, then returns nil.
 func (s *Server) Serve() error {
-	err := s.http.Serve(s.ln)
-	if errors.Is(err, http.ErrServerClosed) || s.shutting.Load() {
-		return nil
+	if err := s.eng.Serve(); err != nil {
+		return fmt.Errorf("listener %s: %w", s.name, err)
 	}
-	return fmt.Errorf("listener %s: %w", s.name, err)
+	return nil
 }
 
-// Shutdown stops accepting, closes idle connections and waits for requests
-// in flight and hijacked connections (tunnels) to finish. When ctx ends
-// first, it closes every connection, hijacked ones included, and returns
-// ctx's error.
+// Shutdown stops accepting, closes idle connections, asks h2c
+// connections to finish (GOAWAY) and waits for requests in flight and
+// tunnels to finish. When ctx ends first, it closes every connection and
+// returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shutting.Store(true)
-	s.ln.Close() // Serve may never have run
-	err := s.http.Shutdown(ctx)
-	if err == nil {
-		err = s.waitHijacked(ctx)
+	if s.base != nil {
+		// Runs the h2 servers' graceful shutdown hooks (GOAWAY on every
+		// h2c connection); base has no listener of its own.
+		_ = s.base.Shutdown(ctx)
 	}
-	if err == nil {
-		return nil
+	if err := s.eng.Shutdown(ctx); err != nil {
+		return fmt.Errorf("listener %s: forced close: %w", s.name, err)
 	}
-	s.http.Close()
-	s.closeHijacked()
-	return fmt.Errorf("listener %s: forced close: %w", s.name, err)
-}
-
-// connState follows connections through Go's server: it registers hijacked
-// ones, and closes a connection that goes idle after an Upgrade or CONNECT
-// request was answered without a hijack (the guard no longer parses it).
-func (s *Server) connState(nc net.Conn, st http.ConnState) {
-	c, ok := nc.(*conn)
-	if !ok {
-		return
-	}
-	switch st {
-	case http.StateHijacked:
-		c.hijacked.Store(true)
-		s.mu.Lock()
-		s.hijacked[c] = struct{}{}
-		s.mu.Unlock()
-		if c.closed.Load() {
-			s.forget(c)
-		}
-	case http.StateIdle:
-		if c.upgraded.Load() {
-			c.Close()
-		}
-	}
-}
-
-func (s *Server) forget(c *conn) {
-	s.mu.Lock()
-	delete(s.hijacked, c)
-	s.mu.Unlock()
-}
-
-func (s *Server) waitHijacked(ctx context.Context) error {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		s.mu.Lock()
-		n := len(s.hijacked)
-		s.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-func (s *Server) closeHijacked() {
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.hijacked))
-	for c := range s.hijacked {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
+	return nil
 }

@@ -8,16 +8,24 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/testutil"
 )
 
-func okHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s %s", r.Proto, r.URL.Path)
+// reply answers with a fixed text body.
+func reply(w httpmsg.ResponseWriter, body string) {
+	w.WriteHead(200, httpmsg.Header{{Name: "Content-Type", Value: "text/plain"}}, int64(len(body)))
+	io.WriteString(w, body)
+}
+
+func okHandler() httpmsg.Handler {
+	return httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		reply(w, fmt.Sprintf("HTTP/%d.%d %s", r.ProtoMajor, r.ProtoMinor, r.Path()))
 	})
 }
 
@@ -113,10 +121,10 @@ func TestMaxConns(t *testing.T) {
 func TestShutdownGraceful(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
-	s, served := serveBare(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, served := serveBare(t, httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		close(entered)
 		<-release
-		io.WriteString(w, "done")
+		reply(w, "done")
 	}))
 	c := dial(t, s)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -145,24 +153,27 @@ func TestShutdownGraceful(t *testing.T) {
 
 func TestShutdownForced(t *testing.T) {
 	t.Parallel()
-	entered := make(chan struct{}, 2)
-	s, served := serveBare(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hijack" {
-			nc, _, err := http.NewResponseController(w).Hijack()
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	defer close(release)
+	quiet := quietServer(t)
+	s, served := serveBare(t, httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		if r.Path() == "/tunnel" {
+			up, err := net.Dial("tcp", quiet)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			_ = nc // held open: a tunnel
+			w.WriteHead(101, httpmsg.Header{{Name: "Upgrade", Value: "x"}}, 0)
+			w.Tunnel(up, nil) // held open: a quiet tunnel
 			entered <- struct{}{}
 			return
 		}
 		entered <- struct{}{}
-		<-r.Context().Done()
+		<-release
 	}))
 	busy, tunnel := dial(t, s), dial(t, s)
 	io.WriteString(busy, "GET /busy HTTP/1.1\r\nHost: a\r\n\r\n")
-	io.WriteString(tunnel, "GET /hijack HTTP/1.1\r\nHost: a\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n")
+	io.WriteString(tunnel, "GET /tunnel HTTP/1.1\r\nHost: a\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n")
 	<-entered
 	<-entered
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -170,7 +181,7 @@ func TestShutdownForced(t *testing.T) {
 	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown: %v, want deadline exceeded", err)
 	}
-	for name, c := range map[string]net.Conn{"busy": busy, "hijacked": tunnel} {
+	for name, c := range map[string]net.Conn{"busy": busy, "tunnel": tunnel} {
 		if _, err := io.ReadAll(c); err != nil {
 			t.Errorf("%s connection not closed: %v", name, err)
 		}
@@ -180,8 +191,40 @@ func TestShutdownForced(t *testing.T) {
 	}
 }
 
+// quietServer accepts connections and holds them open, silent, until the
+// test ends.
+func quietServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // serveBare serves h without the cleanup shutdown of start.
-func serveBare(t *testing.T, h http.Handler) (*Server, chan error) {
+func serveBare(t *testing.T, h httpmsg.Handler) (*Server, chan error) {
 	t.Helper()
 	s, err := Listen(testConfig(), h, nil)
 	if err != nil {

@@ -11,6 +11,7 @@ const (
 	ListenBlock    BlockKind = "listen block"
 	AdminBlock     BlockKind = "admin block"
 	LogBlock       BlockKind = "log block"
+	RuntimeBlock   BlockKind = "runtime block"
 	UpstreamBlock  BlockKind = "upstream block"
 	RouteBlock     BlockKind = "route block"
 	TCPRouteBlock  BlockKind = "tcp route block"
@@ -40,6 +41,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "listen", Usage: "NAME", Min: 1, Max: 1, Block: ListenBlock, MainOnly: true, Repeat: true},
 		{Name: "admin", Block: AdminBlock, MainOnly: true},
 		{Name: "log", Block: LogBlock, MainOnly: true},
+		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
 		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
 		{Name: "include", Usage: "GLOB", Min: 1, Max: 1, MainOnly: true, Repeat: true},
 		{Name: "upstream", Usage: "NAME", Min: 1, Max: 1, Block: UpstreamBlock, Repeat: true},
@@ -57,6 +59,15 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "backlog", Usage: "N", Min: 1, Max: 1},
 		{Name: "reuseport", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "nodelay", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "accept_loops", Usage: "N", Min: 1, Max: 1},
+		{Name: "defer_accept", Usage: "DURATION|off", Min: 1, Max: 1},
+		{Name: "tcp_fastopen", Usage: "N|off", Min: 1, Max: 1},
+		{Name: "keepalive", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "keepalive_idle", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "keepalive_interval", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "keepalive_count", Usage: "N", Min: 1, Max: 1},
+		{Name: "rcvbuf", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "sndbuf", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "trusted_proxies", Usage: "CIDR...", Min: 1, Max: -1, Repeat: true},
 		{Name: "not_found_body", Usage: "TEXT", Min: 1, Max: 1},
 		{Name: "normalize", Usage: "on|off", Min: 1, Max: 1},
@@ -70,6 +81,11 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "format", Usage: "json|text", Min: 1, Max: 1},
 		{Name: "output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
 		{Name: "level", Usage: "debug|info|warn|error", Min: 1, Max: 1},
+	},
+	RuntimeBlock: {
+		{Name: "gomaxprocs", Usage: "N|auto", Min: 1, Max: 1},
+		{Name: "gomemlimit", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "gc_percent", Usage: "N|off", Min: 1, Max: 1},
 	},
 	UpstreamBlock: {
 		{Name: "server", Usage: "ADDR [weight N]", Min: 1, Max: 3, Repeat: true, take: takeServer},
@@ -124,7 +140,7 @@ func Vocabulary(kind BlockKind) []Spec {
 
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
-	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, UpstreamBlock, RouteBlock, TCPRouteBlock}
+	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

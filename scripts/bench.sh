@@ -2,6 +2,7 @@
 # Runs the shared peer benchmark harness with edgeway added as a peer.
 #   scripts/bench.sh peers   HTTP/1.1 req/s, p99, proxy CPU us/req (run-peers.sh)
 #   scripts/bench.sh idle    memory per idle keep-alive connection (idle-conns.sh)
+#   scripts/bench.sh ws      memory per idle WebSocket tunnel, echo latency (ws-conns.sh)
 # Installs the peers with apt-get when they are missing. The harness's knobs
 # (ROUNDS, DURATION, CONNS, IDLE_NS, ...) pass through from the environment.
 set -euo pipefail
@@ -27,5 +28,9 @@ export EXTRA_PROXY="edgeway|8084|$root/scripts/bench-edgeway.sh"
 case ${1:-peers} in
 peers) exec "$bench_dir/run-peers.sh" ;;
 idle) exec "$bench_dir/idle-conns.sh" ${IDLE_NS:-10000} ;;
-*) echo "usage: $0 peers|idle" >&2; exit 2 ;;
+ws)
+	port=$(( ${WS_PORT_BASE:-23000} + 84 ))
+	export EXTRA_PROXY="edgeway|$port|$root/scripts/bench-edgeway.sh"
+	exec "$bench_dir/ws-conns.sh" ${WS_NS:-} ;;
+*) echo "usage: $0 peers|idle|ws" >&2; exit 2 ;;
 esac

@@ -20,6 +20,8 @@ commands:
   explain  -c FILE [flags] METHOD URL
   explain  -c FILE --sni NAME [--alpn PROTO]... [--client-ip IP]
                                    print the route a request or TLS connection takes
+  check-system [--connections N] [-c FILE]
+                                   compare kernel and fd limits with what N connections need
   version                          print the version
 `
 
@@ -40,6 +42,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(args[1:], stdout, stderr)
 	case "explain":
 		return cmdExplain(args[1:], stdout, stderr)
+	case "check-system":
+		return cmdCheckSystem(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "edgeway %s\n", version)
 		return 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/listeners"
+	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/router"
 )
 
@@ -32,7 +33,23 @@ func cmdRun(args []string, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		logs.log.Warn("configuration warning", "at", w.String())
 	}
+	engine.ApplyRuntime(cfg.Runtime)
 	d := &daemon{file: file, cfg: cfg, log: logs.log}
+	// Watch from right after the load, so that an edit made while the
+	// listeners bind is not missed; SIGHUP still works when this fails.
+	ctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if w, err := conf.NewWatcher(file, conf.WatchOptions{Log: logs.log}); err != nil {
+		logs.log.Warn("not watching the configuration files; reload with SIGHUP", "err", err)
+	} else {
+		d.changed = make(chan struct{}, 1)
+		go w.Run(ctx, func() {
+			select {
+			case d.changed <- struct{}{}: // wait() reloads, so reloads never overlap
+			default: // one is already pending
+			}
+		})
+	}
 	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access})
 	defer d.router.Close()
 	if err := d.start(); err != nil {
@@ -52,6 +69,7 @@ type daemon struct {
 	servers []*listeners.Server
 	bound   []conf.Listener // listeners as bound at start; reload cannot change them
 	errc    chan error
+	changed chan struct{} // the configuration files changed; nil when not watching
 }
 
 // start applies the configuration and binds every listener before serving
@@ -61,7 +79,7 @@ func (d *daemon) start() error {
 		return fmt.Errorf("applying configuration: %w", err)
 	}
 	for _, lc := range d.cfg.Listeners {
-		s, err := listeners.Listen(lc, d.router.Handler(lc.Name), d.log)
+		s, err := listeners.Listen(lc, d.router.Proxy(lc.Name), d.log)
 		if err != nil {
 			d.closeAll()
 			return fmt.Errorf("listener %s: %w", lc.Name, err)
@@ -99,6 +117,9 @@ func (d *daemon) wait() int {
 			}
 			d.log.Info("shutting down", "signal", sig.String(), "grace", d.cfg.ShutdownGrace.String())
 			return d.shutdown()
+		case <-d.changed:
+			d.log.Info("configuration files changed; reloading")
+			d.reload()
 		case err := <-d.errc:
 			if err != nil {
 				d.log.Error("listener failed", "err", err)

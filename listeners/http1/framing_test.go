@@ -1,4 +1,4 @@
-package listeners
+package http1
 
 import (
 	"fmt"
@@ -6,18 +6,28 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
-// echoHandler answers with the method, body and trailer it read.
-func echoHandler(calls *atomic.Int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// echoHandler answers with the method, protocol, body and trailer it read.
+func echoHandler(calls *atomic.Int64) httpmsg.Handler {
+	return httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		calls.Add(1)
-		b, err := io.ReadAll(r.Body)
+		var b []byte
+		var err error
+		if r.Body != nil {
+			b, err = io.ReadAll(r.Body)
+		}
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			reply(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		fmt.Fprintf(w, "%s %s %q t=%q", r.Method, r.Proto, b, r.Trailer.Get("T"))
+		var tr string
+		if r.Trailer != nil {
+			tr = r.Trailer().Get("T")
+		}
+		reply(w, http.StatusOK, fmt.Sprintf("%s %s %q t=%q", r.Method, proto(r), b, tr))
 	})
 }
 
@@ -26,8 +36,9 @@ func TestFramingRefused(t *testing.T) {
 	const post = "POST / HTTP/1.1\r\nHost: a\r\n"
 	const te = post + "Transfer-Encoding: chunked\r\n\r\n"
 	tests := []struct {
-		desc string
-		raw  string
+		desc   string
+		raw    string
+		inBody bool // found while the handler reads the body
 	}{
 		{desc: "both content-length and transfer-encoding", raw: post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
 		{desc: "empty content-length", raw: post + "Content-Length:\r\n\r\n"},
@@ -48,25 +59,25 @@ func TestFramingRefused(t *testing.T) {
 		{desc: "nul in request line", raw: "GET /\x00 HTTP/1.1\r\nHost: a\r\n\r\n"},
 		{desc: "bare cr in field", raw: post + "X-A: b\rc\r\n\r\n"},
 		{desc: "bare cr in request line", raw: "GET / HTTP/1.1\r Host: a\r\n\r\n"},
-		{desc: "chunk size not hex", raw: te + "g\r\nhello\r\n0\r\n\r\n"},
-		{desc: "chunk size line bare lf", raw: te + "5\nhello\r\n0\r\n\r\n"},
-		{desc: "chunk size trailing space", raw: te + "5 \r\nhello\r\n0\r\n\r\n"},
-		{desc: "chunk size overflow", raw: te + "10000000000000000\r\nhello\r\n0\r\n\r\n"},
-		{desc: "chunk data without crlf", raw: te + "5\r\nhelloXX0\r\n\r\n"},
-		{desc: "chunk data bare lf", raw: te + "5\r\nhello\n0\r\n\r\n"},
-		{desc: "trailer bare lf", raw: te + "0\r\nT: v\n\r\n"},
+		{desc: "chunk size not hex", raw: te + "g\r\nhello\r\n0\r\n\r\n", inBody: true},
+		{desc: "chunk size line bare lf", raw: te + "5\nhello\r\n0\r\n\r\n", inBody: true},
+		{desc: "chunk size trailing space", raw: te + "5 \r\nhello\r\n0\r\n\r\n", inBody: true},
+		{desc: "chunk size overflow", raw: te + "10000000000000000\r\nhello\r\n0\r\n\r\n", inBody: true},
+		{desc: "chunk data without crlf", raw: te + "5\r\nhelloXX0\r\n\r\n", inBody: true},
+		{desc: "chunk data bare lf", raw: te + "5\r\nhello\n0\r\n\r\n", inBody: true},
+		{desc: "trailer bare lf", raw: te + "0\r\nT: v\n\r\n", inBody: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			var calls atomic.Int64
-			s := start(t, testConfig(), echoHandler(&calls))
-			out, closed := exchange(t, s, tt.raw)
+			ts := start(t, Config{}, echoHandler(&calls))
+			out, closed := roundTrip(t, ts, tt.raw)
 			res := readResponses(t, out)
 			if !closed || len(res) != 1 || res[0].StatusCode != http.StatusBadRequest || !res[0].Close {
 				t.Fatalf("got closed=%v %q", closed, out)
 			}
-			if n := calls.Load(); n != 0 {
+			if n := calls.Load(); !tt.inBody && n != 0 {
 				t.Fatalf("handler called %d times", n)
 			}
 		})
@@ -110,19 +121,33 @@ func TestFramingAccepted(t *testing.T) {
 			raw:  "POST / HTTP/1.1\n" + "Host: a\nContent-Length: 2\nContent-Length: 2\nConnection: close\n\nok",
 			want: []string{`POST HTTP/1.1 "ok" t=""`},
 		},
+		{
+			desc: "unread bodies drained between pipelined requests",
+			raw: "POST /skip HTTP/1.1\r\n" + host + "Content-Length: 3\r\n\r\nabc" +
+				"POST /skip HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n2\r\nde\r\n0\r\n\r\n" +
+				"GET / HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+			want: []string{`skipped`, `skipped`, `GET HTTP/1.1 "" t=""`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			var calls atomic.Int64
-			s := start(t, testConfig(), echoHandler(&calls))
-			out, closed := exchange(t, s, tt.raw)
+			echo := echoHandler(&calls)
+			ts := start(t, Config{}, httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+				if r.Path() == "/skip" {
+					reply(w, http.StatusOK, "skipped")
+					return
+				}
+				echo.ServeProxy(w, r)
+			}))
+			out, closed := roundTrip(t, ts, tt.raw)
 			res := readResponses(t, out)
 			if !closed || len(res) != len(tt.want) {
 				t.Fatalf("closed=%v, %d responses: %q", closed, len(res), out)
 			}
 			for i, r := range res {
-				if got := body(r); r.StatusCode != http.StatusOK || got != tt.want[i] {
+				if got := bodyOf(r); r.StatusCode != http.StatusOK || got != tt.want[i] {
 					t.Errorf("response %d: %d %q, want %q", i, r.StatusCode, got, tt.want[i])
 				}
 			}
@@ -135,11 +160,11 @@ func TestFramingAccepted(t *testing.T) {
 func TestRefusedAfterAccepted(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
-	s := start(t, testConfig(), echoHandler(&calls))
+	ts := start(t, Config{}, echoHandler(&calls))
 	raw := "GET /ok HTTP/1.1\r\nHost: a\r\n\r\n" +
 		"POST /smuggle HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
 		"GET /hidden HTTP/1.1\r\nHost: a\r\n\r\n"
-	out, closed := exchange(t, s, raw)
+	out, closed := roundTrip(t, ts, raw)
 	res := readResponses(t, out)
 	if !closed || len(res) != 2 || res[0].StatusCode != 200 || res[1].StatusCode != 400 {
 		t.Fatalf("closed=%v %q", closed, out)
@@ -157,7 +182,7 @@ func TestBadChunkMidBody(t *testing.T) {
 	started := make(chan struct{})
 	readErr := make(chan error, 1)
 	var calls atomic.Int64
-	s := start(t, testConfig(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := start(t, Config{}, httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		if calls.Add(1) > 1 {
 			return
 		}
@@ -165,7 +190,7 @@ func TestBadChunkMidBody(t *testing.T) {
 		_, err := io.ReadAll(r.Body)
 		readErr <- err
 	}))
-	c := dial(t, s)
+	c := dial(t, ts)
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
 	<-started
 	io.WriteString(c, "5\r\nhello\r\n3 \r\nabc\r\n0\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n")

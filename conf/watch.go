@@ -1,0 +1,333 @@
+package conf
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/edgeway/edgeway/routes"
+)
+
+// WatchSet is what a configuration depends on in the file system.
+type WatchSet struct {
+	// Files are the main file and the route files its includes match now,
+	// absolute and as written (symlinks not resolved).
+	Files []string
+	// Globs are the include patterns, absolute, as Load resolves them.
+	Globs []string
+}
+
+// Watched returns the WatchSet of the configuration whose main file is
+// mainFile. It reads and parses the main file only, so it answers for a
+// configuration that does not load too: the files to watch are the ones
+// whose change could fix it. A main file that cannot be read or parsed
+// gives itself alone.
+func Watched(mainFile string) WatchSet {
+	main := osFS{}.Abs(mainFile)
+	ws := WatchSet{Files: []string{main}}
+	text, err := os.ReadFile(main)
+	if err != nil {
+		return ws
+	}
+	f, _ := routes.Parse(main, text, routes.MainFile)
+	if f == nil {
+		return ws
+	}
+	for _, d := range f.Directives {
+		if d.Name != "include" || len(d.Args) != 1 {
+			continue
+		}
+		pattern, _ := osFS{}.Resolve(main, d.Args[0].Value)
+		ws.Globs = append(ws.Globs, pattern)
+		matches, _ := filepath.Glob(pattern)
+		slices.Sort(matches)
+		ws.Files = append(ws.Files, matches...)
+	}
+	return ws
+}
+
+// WatchOptions tunes a Watcher. The zero value is ready to use.
+type WatchOptions struct {
+	// Debounce is how long the folders must stay quiet after an event
+	// before the files are compared and reload is called; editors and
+	// Kubernetes change several files in a burst. Zero means 100ms. A
+	// stream of events that never pauses delays a reload by at most
+	// 10 × Debounce.
+	Debounce time.Duration
+	// Log receives what the watcher cannot act on: a folder it cannot
+	// watch, a dropped event queue, a panic in reload. Nil discards it.
+	Log *slog.Logger
+}
+
+// Watcher calls a function when the configuration's files change: the main
+// file, the files its includes match, and the set of files those globs
+// match (a file added or removed). It watches folders, not files, so that
+// editors that write a temporary file and rename it over the old one, and
+// Kubernetes' ConfigMap volumes that swap a ..data symlink, are seen. An
+// event only schedules a comparison: reload is called when the content of
+// a file, read through its symlinks, or the list of files differs from the
+// last comparison, so touching a file or writing an unrelated file in the
+// same folder does not reload (it costs one read of the configuration
+// files).
+type Watcher struct {
+	main     string
+	debounce time.Duration
+	log      *slog.Logger
+	fsw      *fsnotify.Watcher
+	dirs     map[string]bool // folders watched now, resolved
+	sums     map[string]string
+	close    sync.Once
+	// checked, when set (by tests), is called after each comparison.
+	checked func(changed bool)
+}
+
+// NewWatcher watches the configuration whose main file is mainFile, as it
+// is on disk now; Run reports the changes from this point on. It fails when
+// a folder holding one of the files cannot be watched (the inotify watch
+// limit, for one).
+func NewWatcher(mainFile string, opts WatchOptions) (*Watcher, error) {
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watching configuration: %w", err)
+	}
+	w := &Watcher{
+		main:     osFS{}.Abs(mainFile),
+		debounce: opts.Debounce,
+		log:      opts.Log,
+		fsw:      fsw,
+		dirs:     map[string]bool{},
+	}
+	if w.debounce <= 0 {
+		w.debounce = 100 * time.Millisecond
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ws := Watched(w.main)
+	if err := w.watchDirs(ws); err != nil {
+		fsw.Close()
+		return nil, fmt.Errorf("watching configuration: %w", err)
+	}
+	w.sums = fingerprint(ws)
+	return w, nil
+}
+
+// Watch watches the configuration whose main file is mainFile and calls
+// reload, on its own goroutine, after each change, until ctx is done.
+// See Watcher and WatchOptions.Debounce.
+func Watch(ctx context.Context, mainFile string, debounce time.Duration, reload func()) error {
+	w, err := NewWatcher(mainFile, WatchOptions{Debounce: debounce})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx, reload)
+}
+
+// Run calls reload after each change until ctx is done or Close is
+// called, then closes the watcher and returns nil. Calls to reload do not overlap; a change made
+// while reload runs is seen after it returns. After each reload the
+// watcher reads the main file again, so what it watches follows the
+// includes. Run may be called once.
+func (w *Watcher) Run(ctx context.Context, reload func()) error {
+	defer w.Close()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var first time.Time // the first event not yet compared; zero when none
+	schedule := func() {
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		timer.Reset(max(0, min(w.debounce, first.Add(10*w.debounce).Sub(now))))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return nil // Close was called
+			}
+			if ev.Op != fsnotify.Chmod {
+				schedule()
+			}
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return nil
+			}
+			w.log.Warn("watching configuration", "err", err)
+			schedule() // after a dropped event, compare anyway
+		case <-timer.C:
+			first = time.Time{}
+			w.compare(reload)
+		}
+	}
+}
+
+// Close stops watching; a Run in progress returns. Run calls it when it
+// returns, so only a Watcher whose Run is never called needs it.
+func (w *Watcher) Close() error {
+	var err error
+	w.close.Do(func() { err = w.fsw.Close() })
+	return err
+}
+
+// compare fingerprints the files and calls reload if they changed.
+func (w *Watcher) compare(reload func()) {
+	ws := Watched(w.main)
+	// A folder watched for the first time may have gained files before
+	// its watch was added; fingerprint again once the watches settle.
+	for range 3 {
+		if !w.updateDirs(ws) {
+			break
+		}
+		ws = Watched(w.main)
+	}
+	sums := fingerprint(ws)
+	changed := !maps.Equal(sums, w.sums)
+	w.sums = sums
+	if changed {
+		w.callReload(reload)
+	}
+	if w.checked != nil {
+		w.checked(changed)
+	}
+}
+
+func (w *Watcher) callReload(reload func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("configuration reload panicked", "panic", r)
+		}
+	}()
+	reload()
+}
+
+// watchDirs adds a watch on every folder ws needs, failing on the first
+// that cannot be watched.
+func (w *Watcher) watchDirs(ws WatchSet) error {
+	for _, d := range dirsOf(ws) {
+		if err := w.fsw.Add(d); err != nil {
+			return fmt.Errorf("folder %s: %w", d, err)
+		}
+		w.dirs[d] = true
+	}
+	return nil
+}
+
+// updateDirs makes the watched folders those ws needs and reports whether
+// one was added.
+func (w *Watcher) updateDirs(ws WatchSet) (added bool) {
+	want := dirsOf(ws)
+	for d := range w.dirs {
+		if !slices.Contains(want, d) {
+			w.fsw.Remove(d) // fails for a folder already gone; nothing to do then
+			delete(w.dirs, d)
+		}
+	}
+	for _, d := range want {
+		if w.dirs[d] {
+			continue
+		}
+		if err := w.fsw.Add(d); err != nil {
+			w.log.Warn("watching configuration", "folder", d, "err", err)
+			continue
+		}
+		w.dirs[d], added = true, true
+	}
+	return added
+}
+
+// dirsOf returns the folders to watch for ws, resolved and sorted: the
+// folder of each file, of each symlink target on the way to its content,
+// and the fixed part of each glob. A folder that does not exist yet is
+// replaced by its nearest existing parent, so that its creation is seen.
+func dirsOf(ws WatchSet) []string {
+	set := map[string]bool{}
+	for _, f := range ws.Files {
+		for _, p := range linkChain(f) {
+			set[existingDir(filepath.Dir(p))] = true
+		}
+	}
+	for _, g := range ws.Globs {
+		set[existingDir(fixedPrefix(g))] = true
+	}
+	delete(set, "")
+	return slices.Sorted(maps.Keys(set))
+}
+
+// linkChain returns name, each path its symlinks lead to in turn, and the
+// fully resolved path.
+func linkChain(name string) []string {
+	chain := []string{name}
+	for range 40 { // as many links as Linux follows
+		target, err := os.Readlink(name)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(name), target)
+		}
+		name = target
+		chain = append(chain, name)
+	}
+	if resolved, err := filepath.EvalSymlinks(name); err == nil {
+		chain = append(chain, resolved)
+	}
+	return chain
+}
+
+// existingDir returns dir or its nearest existing parent, symlinks
+// resolved; "" when none can be found.
+func existingDir(dir string) string {
+	for {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+				return resolved
+			}
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// fixedPrefix returns the folder of pattern above its first component
+// with a wildcard.
+func fixedPrefix(pattern string) string {
+	dir := filepath.Dir(pattern)
+	for strings.ContainsAny(dir, `*?[\`) {
+		dir = filepath.Dir(dir)
+	}
+	return dir
+}
+
+// fingerprint maps each file of ws to a hash of its content, read through
+// its symlinks, or to why it cannot be read.
+func fingerprint(ws WatchSet) map[string]string {
+	sums := make(map[string]string, len(ws.Files))
+	for _, f := range ws.Files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			sums[f] = "error: " + err.Error()
+			continue
+		}
+		sums[f] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return sums
+}

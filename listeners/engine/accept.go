@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// Accept errors other than a closed listener (EMFILE, ENFILE, ENOBUFS,
+// ECONNABORTED, ...) are retried after a pause that doubles from
+// minAcceptDelay to maxAcceptDelay, as net/http does.
+const (
+	minAcceptDelay = 5 * time.Millisecond
+	maxAcceptDelay = time.Second
+)
+
+// acceptLoop accepts connections from ln until shutdown. A MaxConns slot
+// is taken before each Accept, so that further clients wait in the
+// kernel's backlog rather than in the process.
+func (e *Engine) acceptLoop(ln *net.TCPListener) {
+	defer e.accepts.Done()
+	var delay time.Duration
+	for e.acquire() {
+		tc, err := ln.AcceptTCP()
+		if err == nil {
+			delay = 0
+			e.adopt(tc)
+			continue
+		}
+		e.unacquire()
+		if errors.Is(err, net.ErrClosed) || e.shutting.Load() {
+			return
+		}
+		delay = min(max(2*delay, minAcceptDelay), maxAcceptDelay)
+		e.log.Warn("accept failed; retrying", "addr", ln.Addr().String(), "err", err, "delay", delay)
+		if !e.pause(delay) {
+			return
+		}
+	}
+}
+
+// acquire takes a MaxConns slot; false when shutdown began first.
+func (e *Engine) acquire() bool {
+	if e.sem == nil {
+		return !e.shutting.Load()
+	}
+	select {
+	case e.sem <- struct{}{}:
+		return true
+	case <-e.done:
+		return false
+	}
+}
+
+func (e *Engine) unacquire() {
+	if e.sem != nil {
+		<-e.sem
+	}
+}
+
+// pause waits d; false when shutdown began first.
+func (e *Engine) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.done:
+		return false
+	}
+}
+
+// adopt registers a new connection on a loop and parks it: it is served
+// when its first bytes arrive (at once, in practice, with DeferAccept).
+func (e *Engine) adopt(tc *net.TCPConn) {
+	e.open.Add(1)
+	l := e.loops[int(e.next.Add(1))%len(e.loops)]
+	c := &Conn{Conn: tc, tc: tc, l: l}
+	c.w.conn = c
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		c.Close()
+		return
+	}
+	c.w.raw = raw
+	if !e.cfg.NoDelay {
+		tc.SetNoDelay(false) // Go turns TCP_NODELAY on for every connection
+	}
+	l.add(&c.w)
+	c.park()
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Conn is one client connection. It embeds the accepted *net.TCPConn:
+// Read, Write, the deadlines and the rest of net.Conn work as usual while
+// a Handler serves it.
+type Conn struct {
+	net.Conn
+	tc         *net.TCPConn
+	l          *loop
+	w          watch // the connection's registration on l
+	prev, next *Conn // l's idle list, guarded by l.mu
+	parkedAt   time.Duration
+	tunReq     *tunnelReq // asked for by Tunnel during Serve
+}
+
+// Conn is kept small: it is most of what a parked connection costs the
+// engine (see doc.go).
+func (c *Conn) engine() *Engine { return c.l.e }
+
+// TCP returns the underlying TCP connection.
+func (c *Conn) TCP() *net.TCPConn { return c.tc }
+
+// Close closes the connection and frees its MaxConns slot. It is safe
+// from any goroutine; calls after the first do nothing and return nil.
+func (c *Conn) Close() error {
+	if !c.w.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if c.l.forget(&c.w) == stDetached {
+		c.engine().detached.Add(-1)
+	}
+	err := c.tc.Close()
+	c.engine().released()
+	if err != nil {
+		return fmt.Errorf("closing connection: %w", err)
+	}
+	return nil
+}
+
+// Abort closes the connection with a reset (SO_LINGER 0) rather than a
+// FIN, for a connection refused abruptly: no TIME_WAIT is left on our
+// side.
+func (c *Conn) Abort() {
+	c.tc.SetLinger(0)
+	c.Close()
+}
+
+// Tunnel turns the connection into a two-way byte stream with up
+// (typically the upstream *net.TCPConn after an HTTP 101). toUp holds
+// client bytes already read that belong to the tunnel, sent to up first;
+// toClient holds bytes already read from up, sent to the client first
+// (both are copied). The engine starts the tunnel when Serve returns,
+// whatever it returns. From this call on, closing up is the engine's job.
+//
+// A tunnel holds no goroutine and no buffer while neither side sends:
+// both sockets are parked on the loop. When a side is readable the bytes
+// available are copied to the other with a pooled buffer; end of stream
+// from one side half-closes (CloseWrite) the other; the tunnel closes
+// both when both directions have ended, or at the first error.
+func (c *Conn) Tunnel(up net.Conn, toUp, toClient []byte) {
+	c.tunReq = &tunnelReq{up: up, toUp: append([]byte(nil), toUp...), toClient: append([]byte(nil), toClient...)}
+}
+
+// serve runs the handler on a dispatched connection and carries out its
+// answer.
+func (c *Conn) serve() {
+	e := c.engine()
+	e.active.Add(1)
+	a := Close
+	defer func() {
+		e.active.Add(-1)
+		if v := recover(); v != nil {
+			e.log.Error("handler panicked", "remote", c.RemoteAddr().String(), "panic", v)
+			a = Close
+		}
+		c.after(a)
+	}()
+	a = e.h.Serve(c)
+}
+
+func (c *Conn) after(a Action) {
+	if r := c.tunReq; r != nil {
+		c.tunReq = nil
+		startTunnel(c, r)
+		return
+	}
+	switch a {
+	case Park:
+		c.park()
+	case Detach:
+		c.detach()
+	default:
+		c.Close()
+	}
+}
+
+// park waits for the connection's next bytes on its loop; a connection
+// that cannot be parked (shutdown, closed, ...) is closed.
+func (c *Conn) park() {
+	if c.w.closed.Load() {
+		return
+	}
+	c.parkedAt = c.engine().now()
+	var err error
+	cerr := c.w.raw.Control(func(fd uintptr) { err = c.l.arm(&c.w, int(fd)) })
+	if cerr != nil || err != nil {
+		c.Close()
+	}
+}
+
+// detach forgets the connection until its Close.
+func (c *Conn) detach() {
+	c.l.detach(&c.w)
+}
+
+// tunnelReq is a Tunnel call waiting for Serve to return.
+type tunnelReq struct {
+	up             net.Conn
+	toUp, toClient []byte
+}
+
+// watch is one socket registered on a loop: a client connection, or the
+// upstream side of a tunnel. Fields other than raw, conn and tun are
+// guarded by the loop's mutex.
+type watch struct {
+	raw    syscall.RawConn
+	conn   *Conn   // nil for a tunnel's upstream side
+	tun    *tunnel // set once the socket belongs to a tunnel
+	idx    uint32  // slot index + 1 in the loop's table; 0: none
+	gen    uint32  // generation of the slot, against stale events
+	state  uint8
+	dir    uint8       // for a tunnel: the direction this socket's bytes go
+	added  bool        // registered in the epoll set
+	closed atomic.Bool // Conn.Close was called (client side only)
+}
+
+// The states of a watch.
+const (
+	stBusy     uint8 = iota // being served or copied, or not yet armed
+	stArmed                 // waiting for an event
+	stDetached              // handed over by Detach
+	stClosed
+)
+
+// fire runs what a readable socket needs, on its own goroutine.
+func (w *watch) fire() {
+	if w.tun != nil {
+		go w.tun.pump(w.dir)
+		return
+	}
+	go w.conn.serve()
+}

@@ -1,0 +1,74 @@
+// Package engine owns every client TCP connection of a listener: it
+// accepts, parks, dispatches, times out and closes them, so that a
+// connection waiting for its next request, or a quiet tunnel, holds no
+// goroutine and no buffer. Its tradeoff: connections stay ordinary
+// *net.TCPConn (crypto/tls, x/net/http2 and deadlines keep working), so
+// each still carries Go's poll descriptor, the largest part of what an
+// idle connection costs.
+//
+// # How a connection moves
+//
+// Each accepted socket is also registered in one of the engine's own
+// epoll instances (golang.org/x/sys/unix) with EPOLLIN|EPOLLRDHUP|
+// EPOLLONESHOT. A parked connection has no goroutine: when the loop
+// goroutine, blocked in EpollWait, sees it readable (or hung up), it starts
+// a goroutine that calls Handler.Serve, which reads and writes through
+// Go's poller as usual. When Serve returns Park, the engine re-arms the
+// socket (EPOLL_CTL_MOD, one-shot again) and puts it at the tail of its
+// loop's idle list. One-shot arming means one dispatch at a time.
+//
+// The idle timeout is the listener's, the same for every connection, so
+// each loop keeps its parked connections in a doubly-linked list in park
+// order and closes from the head those parked too long, every IdleTimeout/8
+// (10ms to 1s): no timer per connection, O(1) work per connection.
+//
+// Every epoll_ctl on a connection runs inside RawConn.Control, which keeps
+// the descriptor from being closed (and its number reused) meanwhile; each
+// registration carries a slot index and a generation, so an event queued
+// before a close is recognised as stale and dropped.
+//
+// Tunnels (Conn.Tunnel, after an HTTP 101) park both sockets. When either
+// side is readable a goroutine copies what is available with a pooled
+// 32 KiB buffer (non-blocking reads until EAGAIN; writes may block through
+// Go's poller, bounded by Config.TunnelWriteTimeout), then parks the side
+// again. End of stream on one side half-closes the other.
+//
+// # Socket settings
+//
+// Each comes from the listen block (conf.Listener documents defaults and
+// limits): backlog (re-listen(2) on the bound socket), SO_REUSEPORT with
+// one socket and accept goroutine per GOMAXPROCS or AcceptLoops,
+// TCP_NODELAY (default on), TCP_DEFER_ACCEPT (default 1s: a connection is
+// handed over when its first bytes arrive; HTTP, TLS and PROXY clients
+// speak first), TCP_FASTOPEN (default off: SYN data can be replayed),
+// keepalive idle/interval/count (default on, 60s/15s/4), SO_RCVBUF and
+// SO_SNDBUF (default: kernel autotuning), set on the listening socket and
+// inherited by accepted ones. Conn.Abort closes with SO_LINGER 0 (a reset,
+// no TIME_WAIT). MaxConns slots are taken before accept, so further
+// clients wait in the kernel backlog.
+//
+// # What a connection costs
+//
+// Process memory (RSS) per connection, measured by TestCost (go test -run
+// TestCost -v): the engine runs in a child process; 10,000 keep-alive
+// connections from 127.0.0.2 and up, each served once and parked, or
+// 4,000 tunnels; growth after a GC and debug.FreeOSMemory, Go 1.26,
+// linux/amd64:
+//
+//   - Parked idle: about 1,060 bytes and no goroutine. 512 of them are
+//     Go's poll descriptor (runtime.pollDesc, padded to 512 bytes and never
+//     freed to the heap); about 450 are heap: the Conn (112), net's netFD,
+//     TCPConn and the two addresses (about 300), the slot. The kernel's
+//     socket memory (2-3 KiB) comes on top and is not in RSS.
+//   - Being served: the above plus a goroutine (its stack starts at the
+//     runtime's average stack size, 2 KiB or more) and whatever the Handler
+//     holds (the HTTP/1 server's pooled buffers).
+//   - Tunnel, idle: about 2,150 bytes for both sockets and no goroutine
+//     (two poll descriptors, two sets of net structures, the tunnel struct).
+//   - Tunnel, moving bytes: plus one goroutine and one pooled 32 KiB
+//     buffer per direction that has bytes, returned when the burst ends.
+//   - Detached: the parked cost (the Conn stays registered so that a
+//     forced shutdown can close it) plus what the new owner holds.
+//
+// The engine requires Linux; elsewhere Listen returns an error.
+package engine

@@ -1,0 +1,34 @@
+//go:build !linux
+
+package engine
+
+import (
+	"errors"
+	"net"
+)
+
+// The engine parks connections on epoll: other systems get an error from
+// Listen. These stubs only keep the package compiling there.
+
+var errLinuxOnly = errors.New("the connection engine requires Linux")
+
+type loop struct{ e *Engine }
+
+type tunnel struct{}
+
+type owner struct{}
+
+func listenAll(*Config) ([]*net.TCPListener, error) { return nil, errLinuxOnly }
+func newLoop(*Engine) (*loop, error)                { return nil, errLinuxOnly }
+func startTunnel(*Conn, *tunnelReq)                 {}
+
+func (*loop) start()                {}
+func (*loop) stop()                 {}
+func (*loop) add(*watch)            {}
+func (*loop) arm(*watch, int) error { return errLinuxOnly }
+func (*loop) detach(*watch)         {}
+func (*loop) forget(*watch) uint8   { return stClosed }
+func (*loop) claimIdle() []*Conn    { return nil }
+func (*loop) all() []owner          { return nil }
+func (*tunnel) pump(uint8)          {}
+func (owner) close()                {}

@@ -1,0 +1,216 @@
+//go:build linux
+
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A loop is one epoll instance and the goroutine that waits on it. Each
+// socket is registered with EPOLLONESHOT: an event disarms it, so exactly
+// one goroutine at a time serves it, until it is armed again. The fds stay
+// registered in Go's own poller too, which does the blocking reads and
+// writes and the deadlines while a handler runs.
+type loop struct {
+	e      *Engine
+	epfd   int
+	wakefd int // an eventfd that interrupts EpollWait for stop
+
+	mu         sync.Mutex
+	slots      []*watch // registered sockets by idx-1; the force-close registry
+	free       []uint32 // free slot indexes
+	gen        uint32
+	head, tail *Conn // parked connections, oldest first
+	running    bool  // run was started
+	stopped    bool  // no more arming; the epoll fd is (being) closed
+}
+
+// wakeSlot is the event data of the wake eventfd.
+const wakeSlot = -1
+
+// armEvents: readable, peer half-closed (EPOLLERR and EPOLLHUP are always
+// reported), one event per arming.
+const armEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
+
+var errStopped = errors.New("event loop stopped")
+
+func newLoop(e *Engine) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating epoll instance: %w", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("creating eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: wakeSlot}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wakefd)
+		return nil, fmt.Errorf("registering eventfd: %w", err)
+	}
+	return &loop{e: e, epfd: epfd, wakefd: wakefd}, nil
+}
+
+// start runs the loop goroutine (called once, under e.mu).
+func (l *loop) start() {
+	l.mu.Lock()
+	l.running = true
+	l.mu.Unlock()
+	l.e.loopsWG.Add(1)
+	go l.run()
+}
+
+// run waits for events and dispatches them; between waits it closes the
+// parked connections past the idle timeout.
+func (l *loop) run() {
+	defer l.e.loopsWG.Done()
+	defer l.closeFDs()
+	events := make([]unix.EpollEvent, 128)
+	idle, every := l.e.cfg.IdleTimeout, l.e.cfg.sweepEvery()
+	wait := -1
+	if idle > 0 {
+		wait = int(every / time.Millisecond)
+	}
+	next := l.e.now() + every
+	for {
+		n, err := unix.EpollWait(l.epfd, events, wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			l.e.fail(fmt.Errorf("waiting for events: %w", err))
+			return
+		}
+		for i := range n {
+			if !l.fire(&events[i]) {
+				return
+			}
+		}
+		if now := l.e.now(); idle > 0 && now >= next {
+			l.sweep(now - idle)
+			next = now + every
+		}
+	}
+}
+
+// fire dispatches one event; false when the loop must stop.
+func (l *loop) fire(ev *unix.EpollEvent) bool {
+	if ev.Fd == wakeSlot {
+		var b [8]byte
+		unix.Read(l.wakefd, b[:])
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return !l.stopped
+	}
+	l.mu.Lock()
+	w := l.lookup(uint32(ev.Fd), uint32(ev.Pad))
+	if w == nil || w.state != stArmed {
+		l.mu.Unlock()
+		return true // closed or claimed since the event was queued
+	}
+	w.state = stBusy
+	if w.tun == nil {
+		l.unlink(w.conn)
+	}
+	l.mu.Unlock()
+	w.fire()
+	return true
+}
+
+func (l *loop) lookup(idx, gen uint32) *watch {
+	if idx == 0 || int(idx) > len(l.slots) {
+		return nil
+	}
+	if w := l.slots[idx-1]; w != nil && w.gen == gen {
+		return w
+	}
+	return nil
+}
+
+// add gives w a slot, so that an event can find it and a forced shutdown
+// close it.
+func (l *loop) add(w *watch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	w.gen = l.gen
+	if n := len(l.free); n > 0 {
+		w.idx = l.free[n-1] + 1
+		l.free = l.free[:n-1]
+	} else {
+		l.slots = append(l.slots, nil)
+		w.idx = uint32(len(l.slots))
+	}
+	l.slots[w.idx-1] = w
+}
+
+// arm waits for fd (w's socket, held by RawConn.Control so it cannot be
+// closed and reused meanwhile) to become readable. A client connection
+// that is not a tunnel goes on the idle list. During shutdown only
+// tunnels are armed.
+func (l *loop) arm(w *watch, fd int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.stopped:
+		return errStopped
+	case w.state == stClosed || w.idx == 0:
+		return errors.New("connection closed")
+	case w.tun == nil && l.e.shutting.Load():
+		return errors.New("shutting down")
+	}
+	op := unix.EPOLL_CTL_MOD
+	if !w.added {
+		op = unix.EPOLL_CTL_ADD
+	}
+	ev := unix.EpollEvent{Events: armEvents, Fd: int32(w.idx), Pad: int32(w.gen)}
+	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+		return fmt.Errorf("arming socket: %w", err)
+	}
+	w.added = true
+	w.state = stArmed
+	if w.tun == nil {
+		l.link(w.conn)
+	}
+	return nil
+}
+
+// setTunnel makes the client side of t part of it.
+func (l *loop) setTunnel(w *watch, t *tunnel) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w.tun, w.dir = t, dirUp
+}
+
+// detach marks a served connection as handed over; it keeps its slot for
+// a forced shutdown. Its registration stays disarmed until it is closed.
+func (l *loop) detach(w *watch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.state == stBusy {
+		w.state = stDetached
+		l.e.detached.Add(1)
+	}
+}
+
+// forget takes w off the loop for good and returns the state it was in.
+// Closing the fd then removes it from the epoll set.
+func (l *loop) forget(w *watch) uint8 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev := w.state
+	if prev == stArmed && w.tun == nil {
+		l.unlink(w.conn)
+	}
+	w.state = stClosed
+	if w.idx != 0 {
+		l.slots[w.idx-1] = nil
+		l.free = append(l.free, w.idx-1)
+		w.idx = 0
+	}
+	return prev
+}

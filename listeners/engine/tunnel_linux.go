@@ -1,0 +1,193 @@
+//go:build linux
+
+package engine
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The two directions of a tunnel.
+const (
+	dirUp   uint8 = 0 // client bytes to up; read from the client's socket
+	dirDown uint8 = 1 // up's bytes to the client; read from up
+)
+
+// tunnel copies bytes between a client connection and up. While neither
+// sends, both sockets are parked on the client's loop and the tunnel is
+// this struct and the two sockets: the copy buffer and the reader state
+// come from a pool for each burst.
+type tunnel struct {
+	c      *Conn
+	up     net.Conn
+	upw    watch        // up's registration (direction dirDown)
+	done   atomic.Int32 // bit per direction that reached end of stream
+	closed atomic.Bool
+}
+
+// startTunnel runs on the serving goroutine after Serve: it writes the
+// pre-read bytes, registers up and parks both sides.
+func startTunnel(c *Conn, r *tunnelReq) {
+	t := &tunnel{c: c, up: r.up}
+	c.engine().tunnels.Add(1)
+	c.tc.SetDeadline(time.Time{}) // RawConn.Read fails at once past a read deadline
+	t.up.SetDeadline(time.Time{})
+	if t.write(dirUp, r.toUp) != nil || t.write(dirDown, r.toClient) != nil {
+		t.close()
+		return
+	}
+	sc, ok := t.up.(syscall.Conn)
+	if !ok {
+		t.fallback()
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		t.close()
+		return
+	}
+	t.upw = watch{raw: raw, tun: t, dir: dirDown}
+	c.l.setTunnel(&c.w, t)
+	c.l.add(&t.upw)
+	if !t.arm(&c.w) || !t.arm(&t.upw) {
+		t.close()
+	}
+}
+
+// dst is where direction dir writes.
+func (t *tunnel) dst(dir uint8) net.Conn {
+	if dir == dirUp {
+		return t.up
+	}
+	return t.c.tc
+}
+
+// src is the socket direction dir reads.
+func (t *tunnel) src(dir uint8) *watch {
+	if dir == dirUp {
+		return &t.c.w
+	}
+	return &t.upw
+}
+
+func (t *tunnel) write(dir uint8, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	dst := t.dst(dir)
+	if d := t.c.engine().cfg.tunnelWriteTimeout(); d > 0 {
+		dst.SetWriteDeadline(time.Now().Add(d))
+	}
+	_, err := dst.Write(b)
+	return err
+}
+
+func (t *tunnel) arm(w *watch) bool {
+	var err error
+	cerr := w.raw.Control(func(fd uintptr) { err = t.c.l.arm(w, int(fd)) })
+	return cerr == nil && err == nil
+}
+
+// pump moves what direction dir's source has now, then parks the source
+// again; it runs on its own goroutine for each readiness event.
+func (t *tunnel) pump(dir uint8) {
+	p := pumps.Get().(*pumpBuf)
+	defer pumps.Put(p)
+	src := t.src(dir)
+	for {
+		n, err := p.read(src.raw)
+		if n > 0 {
+			if t.write(dir, p.buf[:n]) != nil {
+				t.close()
+				return
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			if !t.arm(src) {
+				t.close()
+			}
+			return
+		case err == nil: // end of stream
+			t.halfClose(dir)
+			return
+		default:
+			t.close()
+			return
+		}
+	}
+}
+
+// halfClose passes an end of stream on; the tunnel closes when both
+// directions have ended.
+func (t *tunnel) halfClose(dir uint8) {
+	cw, ok := t.dst(dir).(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		t.close()
+		return
+	}
+	if bit := int32(1) << dir; t.done.Or(bit)|bit == 3 {
+		t.close()
+	}
+}
+
+// close closes both sides once.
+func (t *tunnel) close() {
+	if !t.closed.CompareAndSwap(false, true) {
+		return
+	}
+	t.c.l.forget(&t.upw)
+	t.up.Close()
+	t.c.Close()
+	t.c.engine().tunnels.Add(-1)
+}
+
+// fallback copies with two goroutines when up has no file descriptor to
+// park (a TLS client connection, say).
+func (t *tunnel) fallback() {
+	var wg sync.WaitGroup
+	for dir, src := range [2]net.Conn{t.c.tc, t.up} {
+		wg.Go(func() {
+			io.Copy(t.dst(uint8(dir)), src)
+			t.halfClose(uint8(dir))
+		})
+	}
+	go func() { wg.Wait(); t.close() }()
+}
+
+// pumpBuf is the copy buffer of one burst with the state of its
+// non-blocking read(2): RawConn.Read's callback returns true at once, so
+// Go's poller never waits and EAGAIN comes back to pump.
+type pumpBuf struct {
+	buf [32 << 10]byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool // p.once, bound once per buffer
+}
+
+var pumps = sync.Pool{New: func() any {
+	p := new(pumpBuf)
+	p.fn = p.once
+	return p
+}}
+
+func (p *pumpBuf) once(fd uintptr) bool {
+	p.n, p.err = unix.Read(int(fd), p.buf[:])
+	return true
+}
+
+func (p *pumpBuf) read(raw syscall.RawConn) (int, error) {
+	if err := raw.Read(p.fn); err != nil {
+		return 0, err
+	}
+	return max(p.n, 0), p.err
+}

@@ -1,0 +1,223 @@
+//go:build linux
+
+package engine
+
+import (
+	"bytes"
+	"crypto/rand"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// upstream accepts the tunnels' upstream connections.
+type upstream struct {
+	ln    net.Listener
+	conns chan net.Conn
+}
+
+func newUpstream(t testing.TB) *upstream {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upstream{ln: ln, conns: make(chan net.Conn, 4096)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u.conns <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-u.conns:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	return u
+}
+
+func (u *upstream) next(t testing.TB) net.Conn {
+	t.Helper()
+	select {
+	case c := <-u.conns:
+		t.Cleanup(func() { c.Close() })
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatal("no upstream connection")
+		return nil
+	}
+}
+
+// tunnelHandler turns the line "tunnel" into a tunnel to u with pre-read
+// bytes on both sides.
+func tunnelHandler(u *upstream) *lineHandler {
+	return &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
+		if line != "tunnel" {
+			return 0, false
+		}
+		up, err := net.Dial("tcp", u.ln.Addr().String())
+		if err != nil {
+			return Close, true
+		}
+		c.Tunnel(up, []byte("<to-up>"), []byte("<to-client>"))
+		return Park, true
+	}}
+}
+
+// openTunnel returns the client and upstream ends of a new tunnel, past
+// the pre-read bytes.
+func openTunnel(t testing.TB, e *Engine, u *upstream) (client *net.TCPConn, up net.Conn) {
+	t.Helper()
+	client = dial(t, e)
+	client.Write([]byte("tunnel\n"))
+	if got := readN(t, client, len("<to-client>")); got != "<to-client>" {
+		t.Fatalf("client got %q first", got)
+	}
+	up = u.next(t)
+	if got := readN(t, up, len("<to-up>")); got != "<to-up>" {
+		t.Fatalf("upstream got %q first", got)
+	}
+	return client, up
+}
+
+func TestTunnelBothWaysAndHalfClose(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	e := start(t, testConfig(), tunnelHandler(u))
+	client, up := openTunnel(t, e, u)
+	waitStats(t, e, "a tunnel", func(s Stats) bool { return s.Tunnels == 1 && s.Active == 0 && s.Parked == 0 })
+
+	client.Write([]byte("ping"))
+	if got := readN(t, up, 4); got != "ping" {
+		t.Errorf("upstream got %q", got)
+	}
+	up.Write([]byte("pong"))
+	if got := readN(t, client, 4); got != "pong" {
+		t.Errorf("client got %q", got)
+	}
+	client.CloseWrite()
+	waitEOF(t, up) // the client's FIN reached upstream
+	up.Write([]byte("late"))
+	if got := readN(t, client, 4); got != "late" {
+		t.Errorf("after half-close the client got %q", got)
+	}
+	up.Close()
+	waitEOF(t, client)
+	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
+}
+
+func TestParkedTunnelsHoldNoGoroutine(t *testing.T) {
+	const n = 50
+	u := newUpstream(t)
+	e := start(t, testConfig(), tunnelHandler(u))
+	base := runtime.NumGoroutine()
+	type pair struct{ client, up net.Conn }
+	pairs := make([]pair, n)
+	for i := range pairs {
+		pairs[i].client, pairs[i].up = openTunnel(t, e, u)
+	}
+	waitStats(t, e, "every tunnel", func(s Stats) bool { return s.Tunnels == n && s.Active == 0 })
+	testutil.WaitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
+	for _, p := range pairs {
+		p.up.Write([]byte("x"))
+		if readN(t, p.client, 1) != "x" {
+			t.Fatal("a parked tunnel lost a byte")
+		}
+	}
+}
+
+func TestTunnelMiB(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	e := start(t, testConfig(), tunnelHandler(u))
+	client, up := openTunnel(t, e, u)
+	want := make([]byte, 1<<20)
+	rand.Read(want)
+	var wg sync.WaitGroup
+	for _, p := range []struct{ from, to net.Conn }{{client, up}, {up, client}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			go func() {
+				p.from.Write(want)
+				p.from.(interface{ CloseWrite() error }).CloseWrite()
+			}()
+			p.to.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(p.to)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("received %d bytes (%v), want the 1 MiB sent intact", len(got), err)
+			}
+		}()
+	}
+	wg.Wait()
+	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
+}
+
+func TestShutdownWaitsForTunnel(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	e := start(t, testConfig(), tunnelHandler(u))
+	client, up := openTunnel(t, e, u)
+	done := shutdownAsync(e, t.Context())
+	client.Write([]byte("during"))
+	if got := readN(t, up, 6); got != "during" {
+		t.Errorf("upstream got %q during shutdown", got)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with a tunnel open", err)
+	default:
+	}
+	client.Close()
+	up.Close()
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+// opaqueConn hides the *net.TCPConn's file descriptor, as a TLS
+// connection would.
+type opaqueConn struct{ net.Conn }
+
+func TestTunnelWithoutDescriptor(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	h := &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
+		up, err := net.Dial("tcp", u.ln.Addr().String())
+		if err != nil {
+			return Close, true
+		}
+		c.Tunnel(opaqueConn{up}, nil, []byte("<to-client>"))
+		return Park, true
+	}}
+	e := start(t, testConfig(), h)
+	client := dial(t, e)
+	client.Write([]byte("tunnel\n"))
+	readN(t, client, len("<to-client>"))
+	up := u.next(t)
+	client.Write([]byte("ping"))
+	if got := readN(t, up, 4); got != "ping" {
+		t.Errorf("upstream got %q", got)
+	}
+	up.Write([]byte("pong"))
+	if got := readN(t, client, 4); got != "pong" {
+		t.Errorf("client got %q", got)
+	}
+	up.Close()
+	waitEOF(t, client)
+	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
+}

@@ -1,0 +1,222 @@
+package http1
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgeway/edgeway/internal/http1"
+	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/listeners/engine"
+)
+
+// exchange is the state of one Serve call: the connection's buffers and
+// the request being served. Pooled by the Server; nothing of it stays with
+// a parked connection.
+type exchange struct {
+	s     *Server
+	c     *engine.Conn
+	small []byte      // this exchange's smallBuf read buffer
+	buf   []byte      // the read buffer in use: small, big or grown
+	r, w  int         // unread bytes: buf[r:w]
+	dl    atomic.Bool // a read deadline may be set on c
+
+	remote, local netip.AddrPort
+	req           httpmsg.Request
+	f             http1.Framing
+	upgrade       bool // Upgrade or CONNECT request: no keep-alive after it
+	body          body
+	rw            writer
+	trailerFn     func() httpmsg.Header // body.trailers, bound once
+}
+
+func newExchange(s *Server) *exchange {
+	x := &exchange{s: s, small: make([]byte, smallBuf)}
+	x.buf = x.small
+	x.body.x = x
+	x.rw.x = x
+	x.rw.wbuf = make([]byte, 0, smallBuf)
+	x.trailerFn = x.body.trailers
+	return x
+}
+
+// release drops what belongs to the connection and gives buffers back.
+func (x *exchange) release() {
+	if len(x.buf) == x.s.bigSize && &x.buf[0] != &x.small[0] {
+		x.s.putBig(x.buf)
+	}
+	x.buf, x.r, x.w = x.small, 0, 0
+	x.c = nil
+	x.dl.Store(false)
+	hdr := x.req.Header[:0]
+	clear(x.req.Header)
+	x.req = httpmsg.Request{Header: hdr}
+	x.body.reset(bodyNone, 0)
+	x.rw.release()
+}
+
+// serveConn serves what c has sent; see Server.Serve.
+func (x *exchange) serveConn(c *engine.Conn) engine.Action {
+	x.c = c
+	x.remote = addrPort(c.RemoteAddr())
+	x.local = addrPort(c.LocalAddr())
+	for first := true; ; first = false {
+		if act, ok := x.readHead(first); !ok {
+			return act
+		}
+		if act, ok := x.serveOne(); !ok {
+			return act
+		}
+		if !x.skipEmptyLines() {
+			x.clearDeadline()
+			return engine.Park
+		}
+	}
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// skipEmptyLines drops CRLFs a client sent after a request (RFC 9112 §2.2)
+// and reports whether bytes of a next request are buffered.
+func (x *exchange) skipEmptyLines() bool {
+	for x.r < x.w && (x.buf[x.r] == '\r' || x.buf[x.r] == '\n') {
+		x.r++
+	}
+	if x.r == x.w {
+		x.r, x.w = 0, 0
+		return false
+	}
+	return true
+}
+
+// serveOne runs the handler on the parsed request and ends the exchange.
+// ok is false when the connection leaves this Serve call with act.
+func (x *exchange) serveOne() (act engine.Action, ok bool) {
+	x.prepare()
+	if !x.callHandler() {
+		if x.rw.status != 0 {
+			x.c.Abort() // a started response must not look complete
+		}
+		return engine.Close, false
+	}
+	return x.finish()
+}
+
+// prepare completes the request ParseRequest filled.
+func (x *exchange) prepare() {
+	req, f := &x.req, &x.f
+	req.RemoteAddr, req.LocalAddr = x.remote, x.local
+	req.Close = !f.KeepAlive
+	x.upgrade = f.Upgrade || req.Method == "CONNECT"
+	if f.H2CUpgrade {
+		req.Header = stripH2C(req.Header)
+	}
+	switch {
+	case f.Chunked:
+		x.body.reset(bodyChunked, -1)
+		x.body.startChunked()
+		req.ContentLength, req.Body, req.Trailer = -1, &x.body, x.trailerFn
+	case f.ContentLength > 0:
+		x.body.reset(bodyLength, f.ContentLength)
+		req.ContentLength, req.Body, req.Trailer = f.ContentLength, &x.body, nil
+	default:
+		x.body.reset(bodyNone, 0)
+		req.ContentLength, req.Body, req.Trailer = 0, nil, nil
+	}
+	x.body.expect = f.Expect100 && req.Body != nil && req.ProtoMinor > 0
+	x.rw.reset()
+	if req.Body != nil {
+		x.clearDeadline() // the head's timeout does not bound the body
+	}
+}
+
+// callHandler runs the handler and reports whether it returned normally.
+// A panic is logged (except http.ErrAbortHandler's kind, an intended abort)
+// and closes the connection.
+func (x *exchange) callHandler() (ok bool) {
+	defer func() {
+		if ok {
+			return
+		}
+		if v := recover(); v != nil && !isAbort(v) {
+			x.s.log.Error("handler panic", "remote", x.remote, "method", x.req.Method,
+				"panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	x.s.cfg.Handler.ServeProxy(&x.rw, &x.req)
+	return true
+}
+
+// finish completes the response after the handler returned, drains the
+// unread body and decides whether the connection goes on.
+func (x *exchange) finish() (engine.Action, bool) {
+	w := &x.rw
+	if w.tunneled {
+		x.clearDeadline()
+		return engine.Park, false // the engine starts the tunnel
+	}
+	if err := w.end(); w.aborted {
+		x.c.Abort()
+		return engine.Close, false
+	} else if err != nil || w.close {
+		return x.closeAfter(), false
+	}
+	if !x.body.drain() {
+		return x.closeAfter(), false
+	}
+	return 0, true
+}
+
+// closeAfter ends a connection after a response: with a lingering close
+// when the client may still be sending (RFC 9112 §9.6).
+func (x *exchange) closeAfter() engine.Action {
+	if x.rw.err == nil && (x.r < x.w || !x.body.done()) {
+		x.linger()
+	}
+	return engine.Close
+}
+
+// linger half-closes the connection, then reads and drops what the client
+// still sends, for a short while.
+func (x *exchange) linger() {
+	hc, ok := x.c.Conn.(interface{ CloseWrite() error })
+	if !ok || hc.CloseWrite() != nil {
+		return
+	}
+	x.setDeadline(time.Now().Add(lingerTimeout))
+	buf := x.buf
+	for n := 0; n < lingerBytes; {
+		m, err := x.c.Read(buf)
+		n += m
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (x *exchange) setDeadline(t time.Time) {
+	x.c.SetReadDeadline(t)
+	x.dl.Store(true)
+}
+
+func (x *exchange) clearDeadline() {
+	if x.dl.Swap(false) {
+		x.c.SetReadDeadline(time.Time{})
+	}
+}
+
+// isAbort reports whether v is the panic value of an intended abort
+// (http.ErrAbortHandler, as httputil.ReverseProxy uses it).
+func isAbort(v any) bool {
+	err, ok := v.(error)
+	return ok && errors.Is(err, http.ErrAbortHandler)
+}

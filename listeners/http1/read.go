@@ -1,0 +1,185 @@
+package http1
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/edgeway/edgeway/internal/http1"
+	"github.com/edgeway/edgeway/listeners/engine"
+)
+
+// preface starts every HTTP/2 connection (RFC 9113 §3.4).
+var preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+
+// step is where reading a head stands.
+type step int
+
+const (
+	needMore step = iota // no complete head buffered yet
+	gotHead              // x.req and x.f hold a head
+	leave                // the connection leaves Serve with an action
+)
+
+// errHeadTooLarge ends reading when the buffer cannot grow.
+var errHeadTooLarge = errors.New("request head too large")
+
+// readHead reads until a whole head is buffered and parses it into x.req.
+// The read-header timeout runs from here: the first byte has arrived (or
+// the previous request ended with bytes of this one buffered). A client
+// that stops or goes away before the end of a head is cut off without an
+// answer, as Go's server does. first is true for the first request of a
+// Serve call, the only place an HTTP/2 preface is looked for.
+func (x *exchange) readHead(first bool) (engine.Action, bool) {
+	x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
+	for {
+		if x.r < x.w {
+			switch st, act := x.parseHead(first); st {
+			case gotHead:
+				return 0, true
+			case leave:
+				return act, false
+			}
+		}
+		if err := x.fill(); err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				return x.refuse(http.StatusRequestHeaderFieldsTooLarge, "head too large"), false
+			}
+			return engine.Close, false
+		}
+	}
+}
+
+// parseHead looks at the buffered bytes: an HTTP/2 preface, a complete
+// head, a refused one, or not enough yet.
+func (x *exchange) parseHead(first bool) (step, engine.Action) {
+	b := x.buf[x.r:x.w]
+	if first && x.s.cfg.H2C != nil {
+		n := min(len(b), len(preface))
+		if bytes.Equal(b[:n], preface[:n]) {
+			if n < len(preface) {
+				return needMore, 0 // a partial preface: wait for the rest
+			}
+			return leave, x.handOver()
+		}
+	}
+	n, f, err := http1.ParseRequest(b, &x.req, x.s.limits)
+	switch {
+	case err == nil:
+		if x.req.ProtoMajor != 1 {
+			return leave, x.refuse(http.StatusHTTPVersionNotSupported, "version")
+		}
+		x.r += n
+		x.f = f
+		return gotHead, 0
+	case errors.Is(err, http1.ErrIncomplete):
+		if len(b) > x.s.cfg.MaxHeaderBytes+headSlack {
+			return leave, x.refuse(http.StatusRequestHeaderFieldsTooLarge, "head too large")
+		}
+		return needMore, 0
+	}
+	status, reason := http.StatusBadRequest, err.Error()
+	var pe *http1.Error
+	if errors.As(err, &pe) && pe.Status != 0 {
+		status = pe.Status
+	}
+	return leave, x.refuse(status, reason)
+}
+
+// fill reads more bytes into the buffer, making room first: it moves
+// unread bytes to the front, or grows the buffer up to the head limit.
+// Only called between requests, when no string of a request points into
+// the buffer.
+func (x *exchange) fill() error {
+	if x.w == len(x.buf) {
+		switch {
+		case x.r > 0:
+			x.w = copy(x.buf, x.buf[x.r:x.w])
+			x.r = 0
+		case len(x.buf) < x.s.bigSize:
+			big := x.s.getBig()
+			x.w = copy(big, x.buf[x.r:x.w])
+			x.buf = big
+		default:
+			return errHeadTooLarge
+		}
+	}
+	n, err := x.c.Read(x.buf[x.w:])
+	x.w += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// handOver gives an HTTP/2 connection to H2C, with what was read of it.
+func (x *exchange) handOver() engine.Action {
+	pc := &preConn{Conn: x.c, pre: append([]byte(nil), x.buf[x.r:x.w]...)}
+	x.r, x.w = 0, 0
+	x.clearDeadline()
+	go x.s.serveH2(pc)
+	return engine.Detach
+}
+
+func (s *Server) serveH2(pc *preConn) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("h2c panic", "panic", v)
+		}
+		pc.Close()
+	}()
+	s.cfg.H2C(pc)
+}
+
+// preConn is a connection handed to H2C: its Read yields the bytes Serve
+// already read before the connection's own.
+type preConn struct {
+	*engine.Conn
+	pre []byte
+}
+
+// Read reads the pre-read bytes first.
+func (c *preConn) Read(p []byte) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(p, c.pre)
+		c.pre = c.pre[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+var _ net.Conn = (*preConn)(nil)
+
+// refuse answers a request that is not served with a short text/plain
+// response and "Connection: close", then closes with a lingering close so
+// that the client reads the answer.
+func (x *exchange) refuse(status int, reason string) engine.Action {
+	x.s.log.Debug("refused request", "remote", x.remote, "status", status, "reason", reason)
+	b := x.rw.wbuf[:0]
+	text := http.StatusText(status)
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, text...)
+	b = append(b, "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nDate: "...)
+	b = append(b, dates.get(time.Now())...)
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(text)+5), 10)
+	b = append(b, "\r\n\r\n"...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, text...)
+	b = append(b, '\n')
+	x.rw.wbuf = b[:0]
+	if _, err := x.c.Write(b); err == nil {
+		x.linger()
+	}
+	return engine.Close
+}
