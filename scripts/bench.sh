@@ -18,7 +18,7 @@ if ((${#need[@]})); then
 	echo "installing missing peers: ${need[*]}" >&2
 	sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
 	$sudo apt-get update -qq
-	$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		nginx haproxy caddy wrk nghttp2-client curl util-linux iproute2 >/dev/null
 fi
 

@@ -116,7 +116,8 @@ func TestTunnelBothWaysAndHalfClose(t *testing.T) {
 		t.Errorf("after half-close the client got %q", got)
 	}
 	up.Close()
-	waitEOF(t, client)
+	waitEOF(t, client) // half-closed: the client may still send
+	client.Close()
 	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
 }
 
@@ -218,6 +219,7 @@ func TestTunnelWithoutDescriptor(t *testing.T) {
 		t.Errorf("client got %q", got)
 	}
 	up.Close()
-	waitEOF(t, client)
+	waitEOF(t, client) // half-closed: the client may still send
+	client.Close()
 	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
 }
