@@ -5,7 +5,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -69,19 +71,40 @@ func (l *loop) start() {
 
 // run waits for events and dispatches them; between waits it closes the
 // parked connections past the idle timeout.
+//
+// The loop goroutine does not block in epoll_wait(2): that would hold an
+// OS thread in a system call, and with few Ps the goroutines it starts
+// would wait for sysmon to take the P back (tens of microseconds a wake-
+// up). Instead a duplicate of the epoll fd is registered in Go's own
+// poller, which reports it readable when events are ready; the loop then
+// collects them with a non-blocking epoll_wait and parks like any other
+// goroutine reading a socket.
 func (l *loop) run() {
 	defer l.e.loopsWG.Done()
 	defer l.closeFDs()
+	f, err := l.pollable()
+	if err != nil {
+		l.e.fail(err)
+		return
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		l.e.fail(fmt.Errorf("waiting for events: %w", err))
+		return
+	}
 	events := make([]unix.EpollEvent, 128)
 	idle, every := l.e.cfg.IdleTimeout, l.e.cfg.sweepEvery()
-	wait := -1
 	if idle > 0 {
-		wait = int(every / time.Millisecond)
+		f.SetReadDeadline(time.Now().Add(every))
 	}
-	next := l.e.now() + every
 	for {
-		n, err := unix.EpollWait(l.epfd, events, wait)
-		if err != nil && !errors.Is(err, unix.EINTR) {
+		n, err := l.wait(rc, events)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			l.sweep(l.e.now() - idle)
+			f.SetReadDeadline(time.Now().Add(every))
+		case err != nil:
 			l.e.fail(fmt.Errorf("waiting for events: %w", err))
 			return
 		}
@@ -90,11 +113,38 @@ func (l *loop) run() {
 				return
 			}
 		}
-		if now := l.e.now(); idle > 0 && now >= next {
-			l.sweep(now - idle)
-			next = now + every
-		}
 	}
+}
+
+// pollable returns the epoll instance as a file that Go's poller watches.
+func (l *loop) pollable() (*os.File, error) {
+	fd, err := unix.FcntlInt(uintptr(l.epfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicating the epoll fd: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("duplicating the epoll fd: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "epoll"), nil
+}
+
+// wait returns ready events, parking the goroutine in Go's poller until
+// there are some.
+func (l *loop) wait(rc syscall.RawConn, events []unix.EpollEvent) (int, error) {
+	var n int
+	var werr error
+	err := rc.Read(func(fd uintptr) bool {
+		n, werr = unix.EpollWait(int(fd), events, 0)
+		if errors.Is(werr, unix.EINTR) {
+			n, werr = 0, nil
+		}
+		return n > 0 || werr != nil
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
 }
 
 // fire dispatches one event; false when the loop must stop.
