@@ -151,9 +151,13 @@ const (
 )
 
 // fire runs what a readable socket needs, on its own goroutine.
-func (w *watch) fire() {
+//
+// A tunnel's burst is copied on the loop goroutine itself when it is small
+// and the other side takes it at once (a WebSocket message, typically):
+// no goroutine is started for it. See tunnel.pumpInline.
+func (w *watch) fire(buf []byte) {
 	if w.tun != nil {
-		go w.tun.pump(w.dir)
+		w.tun.pumpInline(w.dir, buf)
 		return
 	}
 	go w.conn.serve()

@@ -29,6 +29,7 @@ type loop struct {
 	gen        uint32
 	head, tail *Conn // parked connections, oldest first
 	running    bool  // run was started
+	buf        [inlineBurst]byte // tunnel bytes copied on the loop goroutine
 	stopped    bool  // no more arming; the epoll fd is (being) closed
 }
 
@@ -167,7 +168,7 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 		l.unlink(w.conn)
 	}
 	l.mu.Unlock()
-	w.fire()
+	w.fire(l.buf[:])
 	return true
 }
 

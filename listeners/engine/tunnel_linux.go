@@ -95,6 +95,83 @@ func (t *tunnel) arm(w *watch) bool {
 	return cerr == nil && err == nil
 }
 
+// inlineBurst is the most a tunnel moves on the loop goroutine per event;
+// a longer burst continues on a goroutine of its own (pump).
+const inlineBurst = 16 << 10
+
+// pumpInline moves one read of direction dir on the loop goroutine: when
+// the source has at most len(buf) bytes and the destination takes them
+// without blocking, the source is armed again and no goroutine ever runs.
+// Anything else (more bytes waiting, a full destination) goes on in pump,
+// on its own goroutine, so one busy tunnel never holds the loop up.
+func (t *tunnel) pumpInline(dir uint8, buf []byte) {
+	src := t.src(dir)
+	n, err := readOnce(src.raw, buf)
+	switch {
+	case n > 0:
+		w, werr := writeOnce(t.src(1-dir).raw, buf[:n])
+		switch {
+		case werr != nil && !errors.Is(werr, unix.EAGAIN):
+			t.close()
+		case w < n:
+			p := pumps.Get().(*pumpBuf)
+			go t.finishWrite(dir, p, copy(p.buf[:], buf[w:n]))
+		case n == len(buf):
+			go t.pump(dir) // there may be more
+		default:
+			if !t.arm(src) {
+				t.close()
+			}
+		}
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+		if !t.arm(src) {
+			t.close()
+		}
+	case err == nil:
+		t.halfClose(dir)
+	default:
+		t.close()
+	}
+}
+
+// finishWrite writes the n bytes in p that the destination did not take
+// at once, then goes on pumping.
+func (t *tunnel) finishWrite(dir uint8, p *pumpBuf, n int) {
+	err := t.write(dir, p.buf[:n])
+	pumps.Put(p)
+	if err != nil {
+		t.close()
+		return
+	}
+	t.pump(dir)
+}
+
+// readOnce is one non-blocking read(2) of the socket behind raw.
+func readOnce(raw syscall.RawConn, b []byte) (int, error) {
+	var n int
+	var err error
+	if cerr := raw.Read(func(fd uintptr) bool {
+		n, err = unix.Read(int(fd), b)
+		return true
+	}); cerr != nil {
+		return 0, cerr
+	}
+	return max(n, 0), err
+}
+
+// writeOnce is one non-blocking write(2) to the socket behind raw.
+func writeOnce(raw syscall.RawConn, b []byte) (int, error) {
+	var n int
+	var err error
+	if cerr := raw.Write(func(fd uintptr) bool {
+		n, err = unix.Write(int(fd), b)
+		return true
+	}); cerr != nil {
+		return 0, cerr
+	}
+	return max(n, 0), err
+}
+
 // pump moves what direction dir's source has now, then parks the source
 // again; it runs on its own goroutine for each readiness event.
 func (t *tunnel) pump(dir uint8) {
