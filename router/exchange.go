@@ -34,24 +34,27 @@ type exchange struct {
 	path     string // escaped path forwarded upstream
 	query    string // raw query forwarded upstream ($query)
 
-	rt      *route
-	server  *upstream.Server
-	outcome upstream.Outcome
-	status  int // status for the log when none was written (499)
-	tap     *bodyTap
-	out     upstream.Request
-	resp    upstream.Response
-	outHdr  httpmsg.Header // outbound request fields, reused
-	respHdr httpmsg.Header // response fields sent to the client, reused
-	wd      watchdog
-	buf     []byte // Forwarded value, redirect target
-	xff     []byte // X-Forwarded-For value
-	target  []byte // outbound request target
+	rt       *route
+	server   *upstream.Server
+	outcome  upstream.Outcome
+	status   int // status for the log when none was written (499)
+	tap      *bodyTap
+	cancel   upstream.Canceler // aborts the upstream exchange (idle watchdog)
+	cancelFn func(error)       // cancel.Cancel, bound once
+	out      upstream.Request
+	resp     upstream.Response
+	outHdr   httpmsg.Header // outbound request fields, reused
+	respHdr  httpmsg.Header // response fields sent to the client, reused
+	wd       watchdog
+	buf      []byte // Forwarded value, redirect target
+	xff      []byte // X-Forwarded-For value
+	target   []byte // outbound request target
 }
 
 func newExchange(r *Router) *exchange {
 	x := &exchange{r: r, buf: make([]byte, 0, 256), xff: make([]byte, 0, 64), target: make([]byte, 0, 256),
 		outHdr: make(httpmsg.Header, 0, 32), respHdr: make(httpmsg.Header, 0, 32)}
+	x.cancelFn = x.cancel.Cancel
 	x.wd.init()
 	return x
 }

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"context"
 	"errors"
 	"io"
 	"sync"
@@ -18,7 +17,7 @@ import (
 // headers until EOF or close (phaseDownload). Every successful Read only
 // stores a timestamp; the timer fires at most once per IdleTimeout, re-arms
 // itself for the remaining time when there was progress, and otherwise
-// cancels the outbound request's context with a cause. The transport then
+// cancels the upstream exchange with a cause. The upstream client then
 // closes the upstream connection, which ends a stalled response body (the
 // client connection is aborted) or the round trip (408 for a stalled
 // request body, 504 otherwise). For a stalled request body it also sets the
@@ -47,7 +46,7 @@ type watchdog struct {
 	g      uint64 // generation: a body of an earlier request cannot arm or disarm
 	idle   time.Duration
 	phases int
-	cancel context.CancelCauseFunc
+	cancel func(cause error)
 	w      httpmsg.ResponseWriter // client writer, for SetReadDeadline
 }
 
@@ -57,7 +56,7 @@ func (d *watchdog) init() {
 }
 
 // start attaches the watchdog to a new outbound request.
-func (d *watchdog) start(w httpmsg.ResponseWriter, cancel context.CancelCauseFunc, idle time.Duration) {
+func (d *watchdog) start(w httpmsg.ResponseWriter, cancel func(cause error), idle time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.g++

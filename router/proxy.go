@@ -31,29 +31,27 @@ func (x *exchange) forward() {
 		return
 	}
 	x.server = s
-	ctx, cancel := x.in.Context(), context.CancelCauseFunc(nil)
+	x.cancel.Reset()
 	if idle := pool.IdleTimeout(); idle > 0 {
-		ctx, cancel = context.WithCancelCause(ctx)
-		x.wd.start(x.w.w, cancel, idle)
-		defer cancel(nil)
+		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
-	x.buildOutbound(ctx)
+	x.buildOutbound()
 	err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
 	if err != nil {
-		x.proxyError(ctx, err)
+		x.proxyError(err)
 		return
 	}
 	if x.resp.Status == 101 {
 		x.tunnel()
 		return
 	}
-	x.relay(ctx)
+	x.relay()
 }
 
 // buildOutbound fills x.out: the target after path rewriting, the
 // end-to-end fields of the request, edgeway's forwarding headers and the
 // route's header operations.
-func (x *exchange) buildOutbound(ctx context.Context) {
+func (x *exchange) buildOutbound() {
 	in := x.in
 	x.target = append(append(x.target[:0], x.path...), '?')
 	target := x.target[:len(x.target)-1]
@@ -72,7 +70,7 @@ func (x *exchange) buildOutbound(ctx context.Context) {
 	x.outHdr = applyHeaders(x.outHdr, x.rt.chain.reqHeader)
 	x.out = upstream.Request{
 		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
-		ContentLength: in.ContentLength, Ctx: ctx, Trailer: in.Trailer,
+		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
 	}
 	if in.Body != nil && in.ContentLength != 0 {
 		x.tap = &bodyTap{r: in.Body, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
@@ -92,7 +90,7 @@ func (x *exchange) localHost() string {
 }
 
 // relay sends the upstream's response to the client.
-func (x *exchange) relay(ctx context.Context) {
+func (x *exchange) relay() {
 	resp := &x.resp
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
 	x.respHdr = applyHeaders(x.respHdr, x.rt.chain.respHeader)
@@ -109,7 +107,7 @@ func (x *exchange) relay(ctx context.Context) {
 	x.wd.disarm(g, phaseDownload)
 	resp.Body.Close()
 	if err != nil {
-		x.bodyAborted(ctx, err)
+		x.bodyAborted(err)
 		return
 	}
 	if resp.ContentLength < 0 {
@@ -154,7 +152,7 @@ var (
 // bodyAborted handles a response body that could not be relayed whole:
 // the client connection is aborted so it cannot take the truncated body
 // for a complete one.
-func (x *exchange) bodyAborted(ctx context.Context, err error) {
+func (x *exchange) bodyAborted(err error) {
 	x.w.w.Abort()
 	switch {
 	case err == errClientWrite || x.in.Context().Err() != nil:
@@ -168,7 +166,7 @@ func (x *exchange) bodyAborted(ctx context.Context, err error) {
 			slog.String("error", "response already started: connection closed"))
 	default:
 		x.outcome = upstream.Failure
-		if c := context.Cause(ctx); c != nil {
+		if c := x.cancel.Cause(); c != nil {
 			err = c
 		}
 		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream response aborted",
@@ -207,8 +205,8 @@ func isEventStream(h httpmsg.Header) bool {
 // past the listener's limit. The client only sees the status text; the
 // cause goes to the error log. A client that went away gets nothing and is
 // logged at Debug with status 499.
-func (x *exchange) proxyError(ctx context.Context, err error) {
-	code, outcome := classify(x.in.Context(), ctx, err, x.tap)
+func (x *exchange) proxyError(err error) {
+	code, outcome := classify(x.in.Context(), x.cancel.Cause(), err, x.tap)
 	x.outcome = outcome
 	level, msg := slog.LevelWarn, "upstream request failed"
 	switch code {
@@ -230,10 +228,10 @@ func (x *exchange) proxyError(ctx context.Context, err error) {
 	}
 }
 
-func classify(in, out context.Context, err error, tap *bodyTap) (int, upstream.Outcome) {
+func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream.Outcome) {
 	// The idle causes come first: the read deadline that ends a stalled
 	// request body also fails the body read.
-	switch context.Cause(out) {
+	switch cause {
 	case errClientIdle:
 		return 408, upstream.Abandoned
 	case errUpstreamIdle:

@@ -16,6 +16,7 @@ func (c *conn) respond(req *Request, resp *Response, hasBody bool) {
 			c.stop() // the caller owns the tunnel and its cancellation
 			c.stop = nil
 		}
+		c.detach()
 		resp.ContentLength = 0
 		resp.Conn = c.nc
 		if n := c.rb.w - c.rb.r; n > 0 {

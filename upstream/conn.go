@@ -23,6 +23,7 @@ type conn struct {
 	idleAt int64 // monotonic ns when it was pooled
 	reused bool  // it served an earlier exchange
 
+	cx   *Canceler     // the exchange's, if any
 	rb   *readBuf      // response bytes, during an exchange
 	bw   *bufio.Writer // request bytes, during an exchange
 	nrd  int64         // bytes read in this exchange
@@ -65,10 +66,15 @@ var (
 func (c *conn) exchange(req *Request, resp *Response) (err error, retry bool) {
 	ctx := req.context()
 	hasBody := req.Body != nil && req.ContentLength != 0
-	c.stop = nil
+	c.stop, c.cx = nil, req.Cancel
+	if c.cx != nil && !c.cx.attach(c.nc) {
+		c.nc.Close()
+		c.cx = nil
+		return errCanceled, false
+	}
 	if ctx.Done() != nil {
 		if err := ctx.Err(); err != nil {
-			c.nc.Close()
+			c.drop()
 			return err, false
 		}
 		c.stop = context.AfterFunc(ctx, c.abort)
@@ -269,9 +275,18 @@ func (c *conn) drop() {
 		c.stop()
 		c.stop = nil
 	}
+	c.detach()
 	c.nc.Close()
 	c.putReadBuf()
 	c.bw = nil
+}
+
+// detach releases the exchange's Canceler, if any.
+func (c *conn) detach() {
+	if c.cx != nil {
+		c.cx.detach()
+		c.cx = nil
+	}
 }
 
 func (c *conn) putReadBuf() {
@@ -288,6 +303,7 @@ func (c *conn) release(reusable, hasBody bool) {
 		reusable = false // the context ended: abort closes the connection
 	}
 	c.stop = nil
+	c.detach()
 	if reusable && hasBody {
 		select {
 		case err := <-c.wdone:

@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
+	"sync"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 )
@@ -33,6 +35,9 @@ type Request struct {
 	Trailer func() httpmsg.Header
 	// Ctx ends the exchange early (nil: never).
 	Ctx context.Context
+	// Cancel, when set, can abort the exchange from another goroutine
+	// until the response body is closed.
+	Cancel *Canceler
 	// OnInformational, when set, sees each 1xx response other than 101,
 	// which are otherwise skipped; an error fails the exchange.
 	OnInformational func(status int, h httpmsg.Header) error
@@ -74,6 +79,8 @@ func (e *BodyError) Error() string { return "reading the request body: " + e.Err
 
 func (e *BodyError) Unwrap() error { return e.Err }
 
+var errCanceled = errors.New("exchange canceled")
+
 // Do sends req to the server at addr over HTTP/1.1 and fills resp once
 // the response head arrived. An idempotent request without a body that
 // fails on a reused connection before any response byte (the server
@@ -93,4 +100,58 @@ func (t *Transport) Do(addr string, req *Request, resp *Response) error {
 			return err
 		}
 	}
+}
+
+// Canceler aborts an exchange from another goroutine (the router's idle
+// watchdog): Cancel closes the connection the exchange is using, so a
+// blocked read or write fails at once, and remembers why. It is meant to
+// live in a pooled per-request struct: unlike a context, it costs no
+// allocation per request. Reset readies it for the next exchange.
+type Canceler struct {
+	mu    sync.Mutex
+	nc    net.Conn // the exchange's connection while it runs
+	cause error
+}
+
+// Cancel aborts the exchange with cause; later calls keep the first cause.
+func (c *Canceler) Cancel(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause == nil {
+		c.cause = cause
+	}
+	if c.nc != nil {
+		c.nc.Close()
+	}
+}
+
+// Cause returns why the exchange was cancelled, or nil.
+func (c *Canceler) Cause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
+}
+
+// Reset clears the cause and the connection.
+func (c *Canceler) Reset() {
+	c.mu.Lock()
+	c.nc, c.cause = nil, nil
+	c.mu.Unlock()
+}
+
+// attach makes nc the connection Cancel closes; false when the exchange
+// was cancelled already.
+func (c *Canceler) attach(nc net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nc = nc
+	return c.cause == nil
+}
+
+// detach ends the exchange's hold on its connection: it was pooled,
+// closed or handed over.
+func (c *Canceler) detach() {
+	c.mu.Lock()
+	c.nc = nil
+	c.mu.Unlock()
 }
