@@ -21,7 +21,6 @@ import (
 // each with the reason. All come from Go's HTTP/2 server or from serving
 // HTTP/1.1 and h2c on one port; every other case must pass.
 var h2specKnown = map[string]string{
-	"http2/3.5 Sends invalid connection preface":                                                                   "a cleartext port also speaks HTTP/1.1: a preface that is not HTTP/2's is read as an HTTP/1.1 request and answered 400, then closed",
 	"http2/4.2 Sends a large size HEADERS frame that exceeds the SETTINGS_MAX_FRAME_SIZE":                          "Go's HTTP/2 server accepts the oversized HEADERS frame",
 	"http2/6.5.3 Sends multiple values of SETTINGS_INITIAL_WINDOW_SIZE":                                            "Go's HTTP/2 server closes the connection",
 	"http2/8.1.2.2 Sends a HEADERS frame that contains the connection-specific header field":                       "Go's HTTP/2 server answers 400 instead of a stream error",

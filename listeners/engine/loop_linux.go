@@ -27,10 +27,10 @@ type loop struct {
 	slots      []*watch // registered sockets by idx-1; the force-close registry
 	free       []uint32 // free slot indexes
 	gen        uint32
-	head, tail *Conn // parked connections, oldest first
-	running    bool  // run was started
+	head, tail *Conn             // parked connections, oldest first
+	running    bool              // run was started
 	buf        [inlineBurst]byte // tunnel bytes copied on the loop goroutine
-	stopped    bool  // no more arming; the epoll fd is (being) closed
+	stopped    bool              // no more arming; the epoll fd is (being) closed
 }
 
 // wakeSlot is the event data of the wake eventfd.

@@ -82,12 +82,29 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 		}
 		return needMore, 0
 	}
+	if first && x.s.cfg.H2C != nil && !looksHTTP1(b) {
+		// Neither HTTP/1 nor HTTP/2's preface: on a port that speaks h2c
+		// this is a broken HTTP/2 client as likely as an HTTP/1 one, and
+		// RFC 9113 §3.4 says to end the connection; an HTTP/1 answer
+		// would only be read as a malformed frame.
+		x.s.log.Debug("refused connection", "remote", x.remote, "reason", "neither HTTP/1 nor the HTTP/2 preface")
+		return leave, engine.Close
+	}
 	status, reason := http.StatusBadRequest, err.Error()
 	var pe *http1.Error
 	if errors.As(err, &pe) && pe.Status != 0 {
 		status = pe.Status
 	}
 	return leave, x.refuse(status, reason)
+}
+
+// looksHTTP1 reports whether the first line in b names an HTTP/1 version,
+// however malformed the rest is.
+func looksHTTP1(b []byte) bool {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return bytes.Contains(b, []byte(" HTTP/1."))
 }
 
 // fill reads more bytes into the buffer, making room first: it moves

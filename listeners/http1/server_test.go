@@ -74,6 +74,28 @@ func TestPartialPreface(t *testing.T) {
 	}
 }
 
+// TestInvalidPrefaceClosed checks h2spec 3.5/2 on a port shared with
+// HTTP/1: bytes that are neither an HTTP/1 request line nor the HTTP/2
+// preface end the connection without an HTTP/1 answer (RFC 9113 §3.4),
+// while a malformed HTTP/1 request still gets its 400.
+func TestInvalidPrefaceClosed(t *testing.T) {
+	t.Parallel()
+	ts := start(t, h2cConfig(), okHandler())
+	tests := []struct {
+		desc, raw, want string
+	}{
+		{desc: "not a request line", raw: "INVALID CONNECTION PREFACE\r\n\r\n", want: ""},
+		{desc: "preface with a wrong byte", raw: "PRI * HTTP/2.0\r\n\r\nSM\r\n\rQ", want: ""},
+		{desc: "malformed HTTP/1", raw: "GET /\x00 HTTP/1.1\r\nHost: a\r\n\r\n", want: "HTTP/1.1 400 "},
+	}
+	for _, tc := range tests {
+		out, closed := roundTrip(t, ts, tc.raw)
+		if !closed || !strings.HasPrefix(out, tc.want) || (tc.want == "" && out != "") {
+			t.Errorf("%s: closed=%v %q, want %q", tc.desc, closed, out, tc.want)
+		}
+	}
+}
+
 func TestPrefaceWithoutH2C(t *testing.T) {
 	t.Parallel()
 	ts := start(t, Config{}, okHandler())
