@@ -215,6 +215,9 @@ func (x *exchange) proxyError(err error) {
 		x.status = code
 	case 413:
 		msg = "request body too large"
+	case 400, 408:
+		// The client's body broke or stalled: its fault, not the server's.
+		level, msg = slog.LevelInfo, "request body failed"
 	}
 	x.r.log.LogAttrs(context.Background(), level, msg,
 		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),

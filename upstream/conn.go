@@ -63,18 +63,23 @@ var (
 // exchange runs one request. retry reports that it failed on a reused
 // connection before the server sent anything, for a request that may be
 // sent again.
-func (c *conn) exchange(req *Request, resp *Response) (err error, retry bool) {
+//
+// bb holds the body's first bytes (nil without a body); from here on the
+// body writer, or a failure before it starts, returns it to its pool.
+func (c *conn) exchange(req *Request, resp *Response, bb *bodyBuf) (err error, retry bool) {
 	ctx := req.context()
-	hasBody := req.Body != nil && req.ContentLength != 0
+	hasBody := bb != nil
 	c.stop, c.cx = nil, req.Cancel
 	if c.cx != nil && !c.cx.attach(c.nc) {
 		c.nc.Close()
 		c.cx = nil
+		putBodyBuf(bb)
 		return errCanceled, false
 	}
 	if ctx.Done() != nil {
 		if err := ctx.Err(); err != nil {
 			c.drop()
+			putBodyBuf(bb)
 			return err, false
 		}
 		c.stop = context.AfterFunc(ctx, c.abort)
@@ -89,12 +94,13 @@ func (c *conn) exchange(req *Request, resp *Response) (err error, retry bool) {
 	b, err := http1.AppendRequestHead(c.bw.AvailableBuffer(), req.Method, req.Target, req.Host, req.Header, cl)
 	if err != nil {
 		c.drop()
+		putBodyBuf(bb)
 		return &Error{Kind: KindRequest, Addr: c.hp.addr, Err: err}, false
 	}
 	c.bw.Write(b)
 	if hasBody {
 		c.headDone, c.bodyErr = false, nil
-		go c.writeBody(req, c.bw)
+		go c.writeBody(req, c.bw, bb)
 	} else {
 		if err := c.bw.Flush(); err != nil {
 			c.drop()
@@ -279,6 +285,12 @@ func (c *conn) drop() {
 	c.nc.Close()
 	c.putReadBuf()
 	c.bw = nil
+}
+
+func putBodyBuf(bb *bodyBuf) {
+	if bb != nil {
+		bodyBufs.Put(bb)
+	}
 }
 
 // detach releases the exchange's Canceler, if any.

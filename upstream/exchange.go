@@ -88,14 +88,24 @@ var errCanceled = errors.New("exchange canceled")
 // Failures are *Error values, the context's error when req.Ctx ended, or
 // *BodyError.
 func (t *Transport) Do(addr string, req *Request, resp *Response) error {
+	var bb *bodyBuf
+	if req.Body != nil && req.ContentLength != 0 {
+		var err error
+		if bb, err = readFirst(req); err != nil {
+			return err
+		}
+	}
 	hp := t.host(addr)
 	ctx := req.context()
 	for attempt := 0; ; attempt++ {
 		c, err := hp.get(ctx)
 		if err != nil {
+			if bb != nil {
+				bodyBufs.Put(bb)
+			}
 			return err
 		}
-		err, retry := c.exchange(req, resp)
+		err, retry := c.exchange(req, resp, bb)
 		if err == nil || !retry || attempt > 0 || ctx.Err() != nil {
 			return err
 		}

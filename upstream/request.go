@@ -11,20 +11,54 @@ import (
 
 const bodyBufSize = 32 << 10
 
-var bodyBufs = sync.Pool{New: func() any { return new([bodyBufSize]byte) }}
+// bodyBuf is the copy buffer of a request body, holding the body's first
+// read until the head goes out.
+type bodyBuf struct {
+	b   [bodyBufSize]byte
+	n   int  // bytes of the first read, at b[off:]
+	eof bool // the first read ended the body
+}
+
+var bodyBufs = sync.Pool{New: func() any { return new(bodyBuf) }}
+
+// readFirst reads the start of the request body before a server is
+// contacted: a client whose body is broken from its first bytes (bad
+// chunk framing, an overlong chunk extension, a reset) fails the request
+// with a *BodyError and nothing is sent upstream. The bytes then go out
+// right behind the head.
+func readFirst(req *Request) (*bodyBuf, error) {
+	bb := bodyBufs.Get().(*bodyBuf)
+	lo, hi := 0, bodyBufSize
+	if req.ContentLength < 0 {
+		lo, hi = chunkRoom, bodyBufSize-2
+	} else {
+		hi = int(min(int64(hi), req.ContentLength))
+	}
+	for {
+		n, err := req.Body.Read(bb.b[lo:hi])
+		bb.n, bb.eof = n, err == io.EOF
+		if err != nil && err != io.EOF {
+			bodyBufs.Put(bb)
+			return nil, &BodyError{Err: err}
+		}
+		if n > 0 || bb.eof {
+			return bb, nil
+		}
+	}
+}
 
 // writeBody streams the request body after the buffered head, flushing
 // after every read so that a streamed upload is never held back. It runs
-// on its own goroutine while the caller waits for the response.
-func (c *conn) writeBody(req *Request, w *bufio.Writer) {
-	buf := bodyBufs.Get().(*[bodyBufSize]byte)
+// on its own goroutine while the caller waits for the response; it starts
+// with the bytes readFirst took.
+func (c *conn) writeBody(req *Request, w *bufio.Writer, bb *bodyBuf) {
 	var err error
 	if req.ContentLength > 0 {
-		err = copyFixed(w, req.Body, req.ContentLength, buf[:])
+		err = copyFixed(w, req.Body, req.ContentLength, bb)
 	} else {
-		err = copyChunked(w, req, buf[:])
+		err = copyChunked(w, req, bb)
 	}
-	bodyBufs.Put(buf)
+	bodyBufs.Put(bb)
 	rerr, isRead := err.(bodyReadError)
 	c.mu.Lock()
 	if isRead {
@@ -45,36 +79,41 @@ type bodyReadError struct{ err error }
 
 func (e bodyReadError) Error() string { return e.err.Error() }
 
-func copyFixed(w *bufio.Writer, r io.Reader, n int64, buf []byte) error {
-	for n > 0 {
-		m, err := r.Read(buf[:min(int64(len(buf)), n)])
+func copyFixed(w *bufio.Writer, r io.Reader, n int64, bb *bodyBuf) error {
+	buf, m, eof := bb.b[:], bb.n, bb.eof
+	for {
 		if m > 0 {
 			n -= int64(m)
 			if _, err := w.Write(buf[:m]); err != nil {
 				return err
 			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 		switch {
-		case err == io.EOF && n > 0:
-			return bodyReadError{errBodyShort}
-		case err == io.EOF:
+		case n <= 0:
 			return nil
+		case eof:
+			return bodyReadError{errBodyShort}
+		}
+		var err error
+		m, err = r.Read(buf[:min(int64(len(buf)), n)])
+		switch {
+		case err == io.EOF:
+			eof = true
 		case err != nil:
 			return bodyReadError{err}
 		}
 	}
-	return nil
 }
 
 // chunkRoom is the space kept before the data for the chunk size line.
 const chunkRoom = 8
 
-func copyChunked(w *bufio.Writer, req *Request, buf []byte) error {
+func copyChunked(w *bufio.Writer, req *Request, bb *bodyBuf) error {
+	buf, m, eof := bb.b[:], bb.n, bb.eof
 	for {
-		m, err := req.Body.Read(buf[chunkRoom : len(buf)-2])
 		if m > 0 {
 			start := putChunkSize(buf[:chunkRoom], m)
 			buf[chunkRoom+m], buf[chunkRoom+m+1] = '\r', '\n'
@@ -85,10 +124,15 @@ func copyChunked(w *bufio.Writer, req *Request, buf []byte) error {
 				return err
 			}
 		}
-		if err == io.EOF {
+		if eof {
 			break
 		}
-		if err != nil {
+		var err error
+		m, err = req.Body.Read(buf[chunkRoom : len(buf)-2])
+		switch {
+		case err == io.EOF:
+			eof = true
+		case err != nil:
 			return bodyReadError{err}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -241,6 +242,36 @@ func TestSmugglingRefusedOverTheWire(t *testing.T) {
 	more, _ := io.ReadAll(c)
 	if len(more) != 0 {
 		t.Fatalf("connection kept serving after a smuggling attempt: %q %q", rest, more)
+	}
+}
+
+// TestBrokenChunkedBodyIsTheClients checks that a request whose chunked
+// body is broken from its first bytes (here a chunk extension longer than
+// the 16 KiB limit) is answered 400 and never reaches the upstream.
+func TestBrokenChunkedBodyIsTheClients(t *testing.T) {
+	var reached atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(up.Close)
+	_, base, _ := startEdgeway(t, "", map[string]string{"a.routes": "upstream u { server " + hostPort(up) + " }\n" +
+		"route r { match PathPrefix(`/`)\n to u }\n"})
+	for _, body := range []string{"5;" + strings.Repeat("x", 20<<10) + "\r\nhello\r\n0\r\n\r\n", "zz\r\nhello\r\n0\r\n\r\n"} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("status %d, want 400", resp.StatusCode)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the upstream saw %d requests, want none", n)
 	}
 }
 
