@@ -15,11 +15,12 @@ import (
 // more only while a request body streams). It speaks HTTP/1.1 only, ignores
 // proxy settings and never asks for compression, so bodies pass through
 // byte for byte. Headers go out as given: callers remove hop-by-hop fields
-// (httputil.ReverseProxy does).
+// (the router does). Response heads are parsed in a pooled buffer into
+// edgeway's own field lists (internal/http1), with no allocation.
 //
 // Compared with http.Transport it has no per-connection read and write
 // goroutines: an idle server close is noticed when the connection is
-// checked out (a non-blocking peek after 100 ms of idleness) or, for an
+// checked out (a non-blocking peek before every reuse) or, for an
 // idempotent request without a body, by one retry on a new connection.
 type Transport struct {
 	dialer      net.Dialer

@@ -4,7 +4,9 @@
 // and Chunked, the upstream client writes with AppendRequestHead and
 // reads with ParseResponse. There is no I/O and no goroutine here.
 //
-// It enforces the framing guard's rules (listeners/internal/h1guard):
+// It is strict in RFC 9112's framing rules (both Content-Length and
+// Transfer-Encoding, conflicting or signed lengths, a Transfer-Encoding
+// other than a final chunked, obs-fold, bare CR, bad chunk framing):
 // anything two HTTP parsers could frame differently is refused, so a
 // request cannot be smuggled past the proxy. The tradeoff: parsed
 // strings share the caller's buffer instead of being copied, so the

@@ -114,7 +114,7 @@ var (
 	// HTTP/2 prior-knowledge preface (RFC 9113 §3.4). A server that allows
 	// h2c checks for Preface before calling ParseRequest; seeing it here
 	// means h2c is off (or it is not at the start of the connection), so
-	// it is refused with 400 as the framing guard does.
+	// it is refused with 400.
 	ErrPreface = &reqErrs[rPreface]
 	// errRespTooLarge: a response head longer than the limit.
 	errRespTooLarge = &Error{Status: 502, Reason: "response head too large"}
