@@ -28,6 +28,10 @@ func (c *Conn) engine() *Engine { return c.l.e }
 // TCP returns the underlying TCP connection.
 func (c *Conn) TCP() *net.TCPConn { return c.tc }
 
+// Raw returns the socket's syscall.RawConn, for non-blocking reads and
+// writes (RawConn.Read and Write with a callback that tries once).
+func (c *Conn) Raw() syscall.RawConn { return c.w.raw }
+
 // Close closes the connection and frees its MaxConns slot. It is safe
 // from any goroutine; calls after the first do nothing and return nil.
 func (c *Conn) Close() error {

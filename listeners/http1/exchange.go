@@ -40,6 +40,7 @@ func newExchange(s *Server) *exchange {
 	x.body.x = x
 	x.rw.x = x
 	x.rw.wbuf = make([]byte, 0, smallBuf)
+	x.rw.tryFn = x.rw.tryWrite
 	x.trailerFn = x.body.trailers
 	return x
 }

@@ -15,6 +15,7 @@ import (
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultMaxHeaderBytes    = 32 << 10
+	DefaultWriteTimeout      = 60 * time.Second
 )
 
 // Buffer sizes and limits.
@@ -63,6 +64,11 @@ type Config struct {
 	// engine slot. Nil: the preface is refused like any malformed request
 	// (400).
 	H2C func(c net.Conn)
+	// WriteTimeout cuts off a client that does not take the bytes of a
+	// response write for this long (nginx's send_timeout). Zero means
+	// DefaultWriteTimeout; negative, no limit. A write the socket takes
+	// at once, the usual case, sets no timer.
+	WriteTimeout time.Duration
 	// Shutting reports whether the server is shutting down (the engine's
 	// Shutting): responses then carry "Connection: close" and the
 	// connection closes after them. Nil means never.
@@ -88,6 +94,9 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.Handler == nil {
 		panic("http1: nil Handler")
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout

@@ -105,6 +105,34 @@ func TestPrefaceWithoutH2C(t *testing.T) {
 	}
 }
 
+// TestWriteTimeout checks that a client that stops reading a response is
+// cut off after WriteTimeout instead of holding its goroutine forever.
+func TestWriteTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	done := make(chan error, 1)
+	ts := start(t, Config{WriteTimeout: timeout}, httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		const size = 64 << 20 // far more than the socket buffers hold
+		w.WriteHead(http.StatusOK, nil, size)
+		chunk := make([]byte, 64<<10)
+		var err error
+		for n := 0; n < size && err == nil; n += len(chunk) {
+			_, err = w.Write(chunk)
+		}
+		done <- err
+	}))
+	c := dial(t, ts)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n") // and never read
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("64 MiB written to a client that reads nothing")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler's writes never failed")
+	}
+}
+
 func TestHeaderTooLarge(t *testing.T) {
 	t.Parallel()
 	ts := start(t, Config{MaxHeaderBytes: 1 << 10}, okHandler())

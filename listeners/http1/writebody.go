@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -82,7 +83,7 @@ func (w *writer) writev(p, tail []byte) error {
 	if tail != nil {
 		w.vec = append(w.vec, tail)
 	}
-	_, err := w.vec.WriteTo(w.x.c.Conn) // the *net.TCPConn: writev
+	err := w.slowWrite(w.writeVec) // a long body: the timer is worth its cost
 	w.vecArr = [3][]byte{}
 	w.wbuf = w.wbuf[:0]
 	return w.fail(err)
@@ -96,9 +97,50 @@ func (w *writer) flush() error {
 	if len(w.wbuf) == 0 {
 		return nil
 	}
-	_, err := w.x.c.Write(w.wbuf)
+	err := w.send(w.wbuf)
 	w.wbuf = w.wbuf[:0]
 	return w.fail(err)
+}
+
+// send writes b to the client. One non-blocking write(2) comes first: a
+// client that keeps reading takes a response without a timer being set.
+// When the socket buffer is full the rest goes out through Go's poller
+// under the write timeout, which is cleared afterwards, so a parked
+// connection holds no timer.
+func (w *writer) send(b []byte) error {
+	w.try = b
+	if err := w.x.c.Raw().Write(w.tryFn); err != nil {
+		return err
+	}
+	n, err := w.tryN, w.tryErr
+	w.try, w.tryErr = nil, nil
+	if err == nil && n == len(b) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
+		return err
+	}
+	return w.slowWrite(func() error { _, err := w.x.c.Write(b[n:]); return err })
+}
+
+// tryWrite is the callback of send's non-blocking write.
+func (w *writer) tryWrite(fd uintptr) bool {
+	n, err := syscall.Write(int(fd), w.try)
+	w.tryN, w.tryErr = max(n, 0), err
+	return true
+}
+
+// slowWrite runs write with the write timeout as the connection's write
+// deadline.
+func (w *writer) slowWrite(write func() error) error {
+	d := w.x.s.cfg.WriteTimeout
+	if d <= 0 {
+		return write()
+	}
+	w.x.c.SetWriteDeadline(time.Now().Add(d))
+	err := write()
+	w.x.c.SetWriteDeadline(time.Time{})
+	return err
 }
 
 // fail remembers a write error: the connection closes after the handler.
@@ -107,6 +149,11 @@ func (w *writer) fail(err error) error {
 		w.err = err
 		w.close = true
 	}
+	return err
+}
+
+func (w *writer) writeVec() error {
+	_, err := w.vec.WriteTo(w.x.c.Conn) // the *net.TCPConn: writev
 	return err
 }
 

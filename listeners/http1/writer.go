@@ -41,6 +41,13 @@ type writer struct {
 	aborted  bool  // Abort was called, or the body ended short
 	err      error // first write error: the connection is broken
 	tunneled bool  // Tunnel handed the connection to the engine
+
+	// send's non-blocking write: its bytes, result and callback (bound
+	// once, so a write allocates nothing).
+	try    []byte
+	tryN   int
+	tryErr error
+	tryFn  func(fd uintptr) bool
 }
 
 func (w *writer) reset() {
