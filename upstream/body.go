@@ -23,6 +23,10 @@ func (c *conn) respond(req *Request, resp *Response, hasBody bool) {
 			resp.Pre = append([]byte(nil), c.rb.b[c.rb.r:c.rb.w]...)
 		}
 		c.putReadBuf()
+		if !hasBody { // else a body writer may still hold it
+			c.bw.Reset(nil)
+			writers.Put(c.bw)
+		}
 		c.bw = nil
 		return
 	}
