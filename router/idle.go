@@ -46,7 +46,12 @@ type watchdog struct {
 	g      uint64 // generation: a body of an earlier request cannot arm or disarm
 	idle   time.Duration
 	phases int
-	cancel func(cause error)
+	// running: the timer is set. It is left running when a request ends,
+	// and stops at its next firing when no body is moving, so that back-
+	// to-back requests on one pooled exchange reset no timer.
+	running bool
+	due     int64 // monotonic ns when the running timer fires
+	cancel  func(cause error)
 	w      httpmsg.ResponseWriter // client writer, for SetReadDeadline
 }
 
@@ -75,7 +80,6 @@ func (d *watchdog) stop() {
 	defer d.mu.Unlock()
 	d.g++
 	d.w, d.cancel, d.phases = nil, nil, 0
-	d.timer.Stop()
 }
 
 func (d *watchdog) touch() { d.last.Store(monotonic()) }
@@ -87,8 +91,10 @@ func (d *watchdog) arm(g uint64, phase int) {
 		return
 	}
 	d.touch()
-	if d.phases == 0 {
-		d.timer.Reset(d.idle)
+	// A timer left running by an earlier request may be due later than
+	// this request's idle timeout allows (another pool's); reset it then.
+	if now := monotonic(); !d.running || d.due > now+int64(d.idle) {
+		d.reset(now, d.idle)
 	}
 	d.phases |= phase
 }
@@ -100,19 +106,18 @@ func (d *watchdog) disarm(g uint64, phase int) {
 		return
 	}
 	d.phases &^= phase
-	if d.phases == 0 {
-		d.timer.Stop()
-	}
 }
 
 func (d *watchdog) fire() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.phases == 0 || d.cancel == nil {
+		d.running = false
 		return
 	}
-	if quiet := time.Duration(monotonic() - d.last.Load()); quiet < d.idle {
-		d.timer.Reset(d.idle - quiet)
+	now := monotonic()
+	if quiet := time.Duration(now - d.last.Load()); quiet < d.idle {
+		d.reset(now, d.idle-quiet)
 		return
 	}
 	if d.phases&phaseUpload != 0 && d.reading.Load() > 0 {
@@ -121,7 +126,13 @@ func (d *watchdog) fire() {
 	} else {
 		d.cancel(errUpstreamIdle)
 	}
-	d.phases = 0
+	d.phases, d.running = 0, false
+}
+
+// reset sets the timer to fire after wait; d.mu is held.
+func (d *watchdog) reset(now int64, wait time.Duration) {
+	d.timer.Reset(wait)
+	d.running, d.due = true, now+int64(wait)
 }
 
 // bodyTap wraps the client's request body: it counts bytes and feeds the

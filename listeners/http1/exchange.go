@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
@@ -32,6 +33,9 @@ type exchange struct {
 	body          body
 	rw            writer
 	trailerFn     func() httpmsg.Header // body.trailers, bound once
+	tryN          int                   // firstRead's result
+	tryErr        error
+	tryFn         func(fd uintptr) bool // x.tryRead, bound once
 }
 
 func newExchange(s *Server) *exchange {
@@ -42,6 +46,7 @@ func newExchange(s *Server) *exchange {
 	x.rw.wbuf = make([]byte, 0, smallBuf)
 	x.rw.tryFn = x.rw.tryWrite
 	x.trailerFn = x.body.trailers
+	x.tryFn = x.tryRead
 	return x
 }
 
@@ -65,6 +70,9 @@ func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 	x.c = c
 	x.remote = addrPort(c.RemoteAddr())
 	x.local = addrPort(c.LocalAddr())
+	if act, ok := x.firstRead(); !ok {
+		return act
+	}
 	for first := true; ; first = false {
 		if act, ok := x.readHead(first); !ok {
 			return act
@@ -77,6 +85,33 @@ func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 			return engine.Park
 		}
 	}
+}
+
+// firstRead reads what woke the connection with one non-blocking read: a
+// wake-up with nothing to read parks it again instead of holding a
+// goroutine in a blocking read.
+func (x *exchange) firstRead() (engine.Action, bool) {
+	if err := x.c.Raw().Read(x.tryFn); err != nil {
+		return engine.Close, false
+	}
+	n, err := x.tryN, x.tryErr
+	x.tryErr = nil
+	switch {
+	case n > 0:
+		x.w += n
+		return 0, true
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
+		return engine.Park, false
+	default: // end of stream or a broken connection
+		return engine.Close, false
+	}
+}
+
+// tryRead is firstRead's callback, bound once per exchange.
+func (x *exchange) tryRead(fd uintptr) bool {
+	n, err := syscall.Read(int(fd), x.buf[x.w:])
+	x.tryN, x.tryErr = max(n, 0), err
+	return true
 }
 
 func addrPort(a net.Addr) netip.AddrPort {

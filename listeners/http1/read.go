@@ -29,13 +29,13 @@ const (
 var errHeadTooLarge = errors.New("request head too large")
 
 // readHead reads until a whole head is buffered and parses it into x.req.
-// The read-header timeout runs from here: the first byte has arrived (or
-// the previous request ended with bytes of this one buffered). A client
+// The read-header timeout runs from the head's first byte: it is set only
+// when the buffered bytes do not hold the whole head, so the usual request,
+// which arrives in one read, sets no timer. A client
 // that stops or goes away before the end of a head is cut off without an
 // answer, as Go's server does. first is true for the first request of a
 // Serve call, the only place an HTTP/2 preface is looked for.
 func (x *exchange) readHead(first bool) (engine.Action, bool) {
-	x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
 	for {
 		if x.r < x.w {
 			switch st, act := x.parseHead(first); st {
@@ -44,6 +44,9 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 			case leave:
 				return act, false
 			}
+		}
+		if !x.dl.Load() {
+			x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
 		}
 		if err := x.fill(); err != nil {
 			if errors.Is(err, errHeadTooLarge) {
