@@ -73,11 +73,16 @@ func (discardProxyWriter) Tunnel(up net.Conn, _ []byte) error         { return u
 // BenchmarkServeProxy is the router's own path, as the HTTP/1 engine calls
 // it: edgeway's request type in, no net/http adapter.
 func BenchmarkServeProxy(b *testing.B) {
+	b.Run("metrics off", func(b *testing.B) { benchServeProxy(b, nil) })
+	b.Run("metrics on", func(b *testing.B) { benchServeProxy(b, NewMetrics()) })
+}
+
+func benchServeProxy(b *testing.B, m *Metrics) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello")
 	}))
 	defer up.Close()
-	rt := New(Options{})
+	rt := New(Options{Metrics: m})
 	defer rt.Close()
 	err := rt.Apply(&conf.Config{
 		Listeners: []conf.Listener{testListener()},

@@ -35,6 +35,9 @@ type exchange struct {
 	query    string // raw query forwarded upstream ($query)
 
 	rt       *route
+	rtIndex  int // x.rt's index in x.l.routes; -1: none
+	errKind  int // upstream error kind for the metrics; -1: none
+	upStart  time.Time
 	server   *upstream.Server
 	outcome  upstream.Outcome
 	status   int // status for the log when none was written (499)
@@ -55,6 +58,7 @@ func newExchange(r *Router) *exchange {
 	x := &exchange{r: r, buf: make([]byte, 0, 256), xff: make([]byte, 0, 64), target: make([]byte, 0, 256),
 		outHdr: make(httpmsg.Header, 0, 32), respHdr: make(httpmsg.Header, 0, 32)}
 	x.cancelFn = x.cancel.Cancel
+	x.rtIndex, x.errKind = -1, -1
 	x.wd.init()
 	return x
 }
@@ -81,11 +85,11 @@ func (x *exchange) serve() {
 		x.plainError(400)
 		return
 	}
-	x.rt = x.l.match(&x.view)
-	if x.rt == nil {
+	if x.rtIndex = x.l.matchIndex(&x.view); x.rtIndex < 0 {
 		x.notFound()
 		return
 	}
+	x.rt = x.l.routes[x.rtIndex]
 	x.path = x.rt.chain.rewritePath(x.reqPath)
 	if a := x.rt.chain.answer; a != nil {
 		x.answer(a)
@@ -148,6 +152,7 @@ func (x *exchange) reset() {
 	x.realIP[0], x.hdr, x.fields = "", matchHeader{}, fieldGetter{}
 	x.origPath, x.reqPath, x.path, x.query = "", "", "", ""
 	x.rt, x.server, x.outcome, x.status = nil, nil, upstream.Success, 0
+	x.rtIndex, x.errKind = -1, -1
 	x.tap, x.out, x.resp = nil, upstream.Request{}, upstream.Response{}
 	clear(x.outHdr)
 	clear(x.respHdr)

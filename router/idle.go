@@ -52,7 +52,7 @@ type watchdog struct {
 	running bool
 	due     int64 // monotonic ns when the running timer fires
 	cancel  func(cause error)
-	w      httpmsg.ResponseWriter // client writer, for SetReadDeadline
+	w       httpmsg.ResponseWriter // client writer, for SetReadDeadline
 }
 
 func (d *watchdog) init() {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/upstream"
@@ -36,6 +37,7 @@ func (x *exchange) forward() {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
+	x.upStart = time.Now()
 	err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
 	if err != nil {
 		x.proxyError(err)
@@ -165,7 +167,7 @@ func (x *exchange) bodyAborted(err error) {
 			slog.String("server", x.server.Addr), slog.Int64("max_body_bytes", x.tap.limit),
 			slog.String("error", "response already started: connection closed"))
 	default:
-		x.outcome = upstream.Failure
+		x.outcome, x.errKind = upstream.Failure, errAborted
 		if c := x.cancel.Cause(); c != nil {
 			err = c
 		}
@@ -208,6 +210,9 @@ func isEventStream(h httpmsg.Header) bool {
 func (x *exchange) proxyError(err error) {
 	code, outcome := classify(x.in.Context(), x.cancel.Cause(), err, x.tap)
 	x.outcome = outcome
+	if outcome == upstream.Failure {
+		x.errKind = errKindOf(code, err)
+	}
 	level, msg := slog.LevelWarn, "upstream request failed"
 	switch code {
 	case statusClientClosed:
@@ -268,6 +273,18 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 		return 504, upstream.Failure
 	}
 	return 502, upstream.Failure
+}
+
+// errKindOf names an upstream failure for the metrics.
+func errKindOf(code int, err error) int {
+	var ue *upstream.Error
+	switch {
+	case code == 504:
+		return errTimeout
+	case errors.As(err, &ue) && ue.Kind == upstream.KindConnect:
+		return errConnect
+	}
+	return errResponse
 }
 
 // bufferPool lends 32 KiB copy buffers. Pointers to arrays go into the

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -21,17 +23,22 @@ type Options struct {
 	// AccessLog receives one Info line per request. Nil turns the access
 	// log off.
 	AccessLog *slog.Logger
+	// Metrics receives the traffic counters (register it with a
+	// Prometheus registry). Nil turns them off.
+	Metrics *Metrics
 }
 
 // Router serves HTTP requests from the live Snapshot. Its methods are safe
 // for concurrent use.
 type Router struct {
-	log    *slog.Logger
-	access *slog.Logger
+	log     *slog.Logger
+	access  *slog.Logger
+	metrics *Metrics
 
-	mu   sync.Mutex // serialises Apply and Close
-	set  *upstream.Set
-	snap atomic.Pointer[Snapshot]
+	mu      sync.Mutex // serialises Apply and Close
+	set     *upstream.Set
+	snap    atomic.Pointer[Snapshot]
+	release *time.Timer // hands a replaced table's memory back; guarded by mu
 
 	exchanges sync.Pool // *exchange
 }
@@ -39,7 +46,7 @@ type Router struct {
 // New returns a router with an empty table: every request gets 404 until
 // Apply succeeds.
 func New(opts Options) *Router {
-	r := &Router{log: opts.Log, access: opts.AccessLog, set: upstream.NewSet()}
+	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, set: upstream.NewSet()}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -62,8 +69,33 @@ func (r *Router) Apply(cfg *conf.Config) error {
 		return fmt.Errorf("building routing table: %w", err)
 	}
 	s.attach(r.set.Sync(cfg.Upstreams))
+	if r.metrics != nil {
+		s.attachMetrics(r.metrics)
+	}
 	r.snap.Store(s)
+	r.releaseLater()
 	return nil
+}
+
+// releaseDelay is how long after the last Apply the memory of the tables
+// it replaced is handed back to the kernel: long enough for the requests
+// still running on an old table to finish, and for a burst of reloads to
+// cost one release.
+const releaseDelay = time.Second
+
+// releaseLater schedules debug.FreeOSMemory after a swap. While a new
+// table is built the old one is live too, so the collector's heap goal
+// rises to about twice both; left alone, the runtime keeps that memory
+// until its next collection, which an idle proxy may not run for two
+// minutes, and RSS stays at the peak of the last reload. A forced
+// collection once the old table is garbage brings RSS back to its level
+// before the reload (cmd/edgeway TestReloadScale measures it).
+func (r *Router) releaseLater() {
+	if r.release == nil {
+		r.release = time.AfterFunc(releaseDelay, debug.FreeOSMemory)
+		return
+	}
+	r.release.Reset(releaseDelay)
 }
 
 // Snapshot returns the live table.
@@ -87,6 +119,9 @@ func (r *Router) Handler(listener string) http.Handler {
 func (r *Router) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.release != nil {
+		r.release.Stop()
+	}
 	r.set.Close()
 }
 
@@ -118,6 +153,9 @@ func (r *Router) finish(x *exchange) {
 		x.outcome = upstream.Abandoned
 	}
 	x.end()
+	if x.l.stats != nil {
+		x.count()
+	}
 	if r.access != nil {
 		r.logAccess(x)
 	}

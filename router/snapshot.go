@@ -29,6 +29,12 @@ type httpListener struct {
 	notFound  []byte
 	table     *rule.HTTPTable
 	routes    []*route // index = table entry index
+
+	// Traffic counters (Options.Metrics): nil when off.
+	stats      *listenerStats
+	routeStats []*routeStats // index = routes index
+	noRoute    *routeStats   // requests no route matched
+	servers    map[*upstream.Server]*serverStats
 }
 
 type tcpListener struct {

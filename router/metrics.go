@@ -1,0 +1,230 @@
+package router
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Traffic metrics. A request adds to plain atomic counters that its route,
+// listener and upstream server hold; nothing allocates or locks on the
+// request path. Metrics is a prometheus.Collector that turns the counters
+// into series when /metrics is scraped. The counters are kept by name
+// (route, listener, upstream and server address), so they survive a reload
+// while the name is in the files, as Prometheus expects of counters.
+//
+// Label values are bounded: route, listener and upstream names and server
+// addresses come from the configuration, methods fold into ten values and
+// statuses into classes; a raw path or a client address is never a label.
+
+// Metrics collects the traffic counters of a Router (Options.Metrics).
+// Its methods are safe for concurrent use.
+type Metrics struct {
+	mu        sync.Mutex
+	listeners map[string]*listenerStats
+	servers   map[serverKey]*serverStats
+
+	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
+	duration, upDuration                              *prometheus.Desc
+}
+
+// NewMetrics returns an empty collector; register it with a
+// prometheus.Registerer and pass it in Options.Metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		listeners: map[string]*listenerStats{},
+		servers:   map[serverKey]*serverStats{},
+		requests: prometheus.NewDesc("edgeway_requests_total",
+			"Requests answered, by listener, route (\"\" when none matched), method and status class.",
+			[]string{"listener", "route", "method", "code"}, nil),
+		duration: prometheus.NewDesc("edgeway_request_duration_seconds",
+			"Time from a request's head to the end of its response, by listener and route.",
+			[]string{"listener", "route"}, nil),
+		bytesIn: prometheus.NewDesc("edgeway_received_bytes_total",
+			"Request body bytes received from clients, by listener.", []string{"listener"}, nil),
+		bytesOut: prometheus.NewDesc("edgeway_sent_bytes_total",
+			"Response body bytes sent to clients, by listener.", []string{"listener"}, nil),
+		upRequests: prometheus.NewDesc("edgeway_upstream_requests_total",
+			"Requests sent to upstream servers that were answered, by upstream, server and status class.",
+			[]string{"upstream", "server", "code"}, nil),
+		upErrors: prometheus.NewDesc("edgeway_upstream_errors_total",
+			"Upstream exchanges that failed, by upstream, server and kind (connect, timeout, response, aborted).",
+			[]string{"upstream", "server", "kind"}, nil),
+		upDuration: prometheus.NewDesc("edgeway_upstream_request_duration_seconds",
+			"Time from sending a request to an upstream server to the end of its response, by upstream and server.",
+			[]string{"upstream", "server"}, nil),
+	}
+}
+
+// methods are the method label values; anything else is "other".
+var methods = [...]string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"}
+
+const numMethods = len(methods)
+
+func methodIndex(m string) int {
+	for i := range numMethods - 1 {
+		if methods[i] == m {
+			return i
+		}
+	}
+	return numMethods - 1
+}
+
+// classes are the status class label values; 0 holds 499 (client gone).
+var classes = [...]string{"499", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+const numClasses = len(classes)
+
+func classIndex(status int) int {
+	if status == statusClientClosed || status < 100 || status > 599 {
+		return 0
+	}
+	return status / 100
+}
+
+// Upstream error kinds.
+const (
+	errConnect = iota
+	errTimeout
+	errResponse
+	errAborted
+	numErrKinds
+)
+
+var errKinds = [numErrKinds]string{"connect", "timeout", "response", "aborted"}
+
+// buckets are the duration histogram's upper bounds, in seconds.
+var buckets = [...]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// histogram counts observations per bucket; sum is in nanoseconds.
+type histogram struct {
+	counts [len(buckets) + 1]atomic.Uint64 // the last is +Inf
+	sum    atomic.Int64
+}
+
+func (h *histogram) observe(d time.Duration) {
+	s := d.Seconds()
+	i := sort.SearchFloat64s(buckets[:], s)
+	h.counts[i].Add(1)
+	h.sum.Add(int64(d))
+}
+
+// metric returns the histogram as a constant metric (cumulative buckets).
+func (h *histogram) metric(desc *prometheus.Desc, labels ...string) prometheus.Metric {
+	cum := make(map[float64]uint64, len(buckets))
+	var n uint64
+	for i, b := range buckets {
+		n += h.counts[i].Load()
+		cum[b] = n
+	}
+	n += h.counts[len(buckets)].Load()
+	return prometheus.MustNewConstHistogram(desc, n, float64(h.sum.Load())/1e9, cum, labels...)
+}
+
+// routeStats are the counters of one route on one listener (route ""
+// holds the requests no route matched).
+type routeStats struct {
+	requests [numMethods][numClasses]atomic.Uint64
+	duration histogram
+}
+
+type listenerStats struct {
+	bytesIn, bytesOut atomic.Uint64
+	routes            map[string]*routeStats // guarded by Metrics.mu
+}
+
+type serverKey struct{ upstream, addr string }
+
+type serverStats struct {
+	requests [numClasses]atomic.Uint64
+	errors   [numErrKinds]atomic.Uint64
+	duration histogram
+}
+
+// listener returns the counters of a listener, making them once.
+func (m *Metrics) listener(name string) *listenerStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls := m.listeners[name]
+	if ls == nil {
+		ls = &listenerStats{routes: map[string]*routeStats{}}
+		m.listeners[name] = ls
+	}
+	return ls
+}
+
+// route returns the counters of a route on a listener, making them once.
+func (m *Metrics) route(ls *listenerStats, name string) *routeStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := ls.routes[name]
+	if rs == nil {
+		rs = &routeStats{}
+		ls.routes[name] = rs
+	}
+	return rs
+}
+
+// server returns the counters of an upstream server, making them once.
+func (m *Metrics) server(upstream, addr string) *serverStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := serverKey{upstream, addr}
+	s := m.servers[k]
+	if s == nil {
+		s = &serverStats{}
+		m.servers[k] = s
+	}
+	return s
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. Series whose count is zero are
+// left out, so a route shows only the methods and classes it served.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, ls := range m.listeners {
+		ch <- prometheus.MustNewConstMetric(m.bytesIn, prometheus.CounterValue, float64(ls.bytesIn.Load()), name)
+		ch <- prometheus.MustNewConstMetric(m.bytesOut, prometheus.CounterValue, float64(ls.bytesOut.Load()), name)
+		for route, rs := range ls.routes {
+			m.collectRoute(ch, name, route, rs)
+		}
+	}
+	for k, s := range m.servers {
+		for c := range numClasses {
+			if n := s.requests[c].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(m.upRequests, prometheus.CounterValue, float64(n), k.upstream, k.addr, classes[c])
+			}
+		}
+		for e := range numErrKinds {
+			if n := s.errors[e].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(m.upErrors, prometheus.CounterValue, float64(n), k.upstream, k.addr, errKinds[e])
+			}
+		}
+		ch <- s.duration.metric(m.upDuration, k.upstream, k.addr)
+	}
+}
+
+func (m *Metrics) collectRoute(ch chan<- prometheus.Metric, listener, route string, rs *routeStats) {
+	for mi := range numMethods {
+		for c := range numClasses {
+			if n := rs.requests[mi][c].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(n),
+					listener, route, methods[mi], classes[c])
+			}
+		}
+	}
+	ch <- rs.duration.metric(m.duration, listener, route)
+}
+
+var _ prometheus.Collector = (*Metrics)(nil)
