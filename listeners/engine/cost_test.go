@@ -142,6 +142,9 @@ func dialFrom(t *testing.T, addr string, i int) net.Conn {
 	if err != nil {
 		t.Fatalf("connection %d: %v", i, err)
 	}
+	// Closed with a reset: thousands of TIME_WAIT sockets would exhaust
+	// the source ports of the next run.
+	c.(*net.TCPConn).SetLinger(0)
 	return c
 }
 
@@ -164,6 +167,7 @@ func openTunnels(t *testing.T, ch *child, u *upstream, from, n int) {
 		c.Write([]byte("tunnel\n"))
 		readN(t, c, len("<to-client>"))
 		up := u.next(t)
+		up.(*net.TCPConn).SetLinger(0)
 		readN(t, up, len("<to-up>"))
 	}
 	ch.waitFor("every tunnel to park", func(s Stats) bool { return s.Tunnels == n && s.Active == 0 })
