@@ -20,13 +20,23 @@ type Config struct {
 	// every route file it included, in load order (for reload and watching).
 	MainFile string
 	Files    []string
+	// FileSHA256 holds the hex SHA-256 of each file in Files, of the bytes
+	// that were parsed (for the admin API and the config hash metric).
+	FileSHA256 []string
 
 	Listeners []Listener
 	Admin     *Admin // nil when the main file has no admin block
 	Log       Log
 	Runtime   Runtime
-	// ShutdownGrace is how long in-flight requests may run after SIGTERM
-	// before connections are closed. Default 10s.
+	// ShutdownDelay is how long edgeway keeps serving after SIGTERM with
+	// /readyz already answering 503, so that a load balancer in front
+	// stops sending before the listeners close; set it to the balancer's
+	// health-check interval times its unhealthy threshold. A second
+	// SIGTERM or SIGINT cuts it short. Default 0 (no delay).
+	ShutdownDelay time.Duration
+	// ShutdownGrace is how long in-flight requests may run after the
+	// listeners stop accepting (after ShutdownDelay) before connections
+	// are closed. Default 10s.
 	ShutdownGrace time.Duration
 
 	Upstreams []Upstream // in definition order; names are unique
@@ -122,10 +132,15 @@ type Listener struct {
 	Pos       Pos
 }
 
-// Admin is the `admin { ... }` block. The admin API itself is served by a
-// later issue; the block is parsed and validated now.
+// Admin is the `admin { ... }` block: the admin API, health, readiness and
+// metrics endpoints, served by package admin on their own listener.
 type Admin struct {
-	Listen    string // default 127.0.0.1:9900
+	// Listen is the admin API's address. Default 127.0.0.1:9900; an
+	// address that is not loopback is allowed and logged as a warning.
+	Listen string
+	// TokenFile holds the bearer token every /api/ and /metrics call must
+	// send. Required; relative paths are taken from the working
+	// directory. The file must not be readable by group or others.
 	TokenFile string
 	Pos       Pos
 }
@@ -136,8 +151,13 @@ type Log struct {
 	Access bool
 	// Format is "json" or "text". Default "text".
 	Format string
-	// Output is "stdout", "stderr" or a file path. Default "stderr".
+	// Output is "stdout", "stderr" or a file path. Default "stderr". A
+	// file is opened for appending and reopened on SIGUSR1 (logrotate).
 	Output string
+	// AccessOutput is where the access log goes: "stdout", "stderr" or a
+	// file path, reopened on SIGUSR1 like Output. Default "" (with the
+	// error log, in Output).
+	AccessOutput string
 	// Level is "debug", "info", "warn" or "error". Default "info".
 	Level string
 }
@@ -179,7 +199,35 @@ type Upstream struct {
 	// MaxIdleConns caps idle keep-alive connections kept per server.
 	// Default 256.
 	MaxIdleConns int
-	Pos          Pos
+	// Balance is the balancing policy (`balance`). Default round_robin.
+	Balance Balance
+	// Health configures active health checks (`health { ... }`); nil, the
+	// default, checks nothing and counts every server healthy.
+	Health *HealthCheck
+	// Outlier configures passive outlier ejection (`outlier { ... }`);
+	// nil, the default, never ejects.
+	Outlier *Outlier
+	// Breaker configures the per-server error-rate circuit breaker
+	// (`breaker { ... }`); nil, the default, never opens.
+	Breaker *Breaker
+	// PanicThreshold is a percentage (`panic_threshold 50%`): when fewer
+	// than this share of the servers that may serve are healthy, the pool
+	// balances over all of them, healthy or not (Envoy's panic mode).
+	// Default 50; 0 (written `off` or `0%`) turns panic mode off; at most
+	// 100.
+	PanicThreshold int
+	// SlowStart is the time over which a server that is added to a live
+	// pool, or comes back to health, ramps its effective weight linearly
+	// from 10% to 100% (`slow_start 30s`). Default 0 (full weight at once).
+	SlowStart time.Duration
+	// Retry is the retry policy (`retries { ... }`). Default
+	// DefaultRetry: one more try after a connect failure or a reset.
+	Retry Retry
+	// MaxRequests caps the requests in flight to the pool
+	// (`max_requests N`): past it a request fails at once with 503 and the
+	// log names the limit. Default 0: no limit.
+	MaxRequests int
+	Pos         Pos
 }
 
 // Server is one `server ADDR [weight N]` line.

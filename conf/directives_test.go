@@ -28,8 +28,15 @@ func TestDirectives(t *testing.T) {
 		{desc: "shutdown_grace zero", base: baseTop, line: "shutdown_grace 0s", check: func(c *Config) bool { return c.ShutdownGrace == 0 }},
 		{desc: "shutdown_grace bad", base: baseTop, line: "shutdown_grace 10", err: `4:16: shutdown_grace: invalid duration "10"`},
 		{desc: "admin", base: baseTop, line: "admin { listen 127.0.0.1:9999; token_file /t }", check: func(c *Config) bool { return c.Admin.Listen == "127.0.0.1:9999" && c.Admin.TokenFile == "/t" }},
-		{desc: "admin bad address", base: baseTop, line: "admin { listen localhost }", err: `4:16: listen: invalid address "localhost"`},
-		{desc: "admin collides with listener", base: baseTop, line: "admin { listen 127.0.0.1:80 }", err: `4:16: the admin API listens on 127.0.0.1:80, already used by listener "web"`},
+		{desc: "admin bad address", base: baseTop, line: "admin { listen localhost; token_file /t }", err: `4:16: listen: invalid address "localhost"`},
+		{desc: "admin without token_file", base: baseTop, line: "admin { listen 127.0.0.1:9999 }", err: `4:1: admin block has no token_file`},
+		{desc: "shutdown_delay", base: baseTop, line: "shutdown_delay 30s", check: func(c *Config) bool { return c.ShutdownDelay == 30*time.Second }},
+		{desc: "shutdown_delay bad", base: baseTop, line: "shutdown_delay soon", err: `4:16: shutdown_delay: invalid duration "soon"`},
+		{desc: "log access_output", base: baseTop, line: "log { output /var/log/e.log; access_output /var/log/access.log }", check: func(c *Config) bool {
+			return c.Log.Output == "/var/log/e.log" && c.Log.AccessOutput == "/var/log/access.log"
+		}},
+		{desc: "log access_output empty", base: baseTop, line: `log { access_output "" }`, err: `4:21: access_output: expected a file path`},
+		{desc: "admin collides with listener", base: baseTop, line: "admin { listen 127.0.0.1:80; token_file /t }", err: `4:16: the admin API listens on 127.0.0.1:80, already used by listener "web"`},
 		{desc: "log", base: baseTop, line: "log { access off; format json; output stdout; level debug }", check: func(c *Config) bool {
 			return c.Log == Log{Access: false, Format: "json", Output: "stdout", Level: "debug"}
 		}},

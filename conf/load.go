@@ -1,6 +1,8 @@
 package conf
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/edgeway/edgeway/routes"
 )
@@ -79,17 +82,36 @@ func load(fsys fileSystem, name string) (*Config, error) {
 		return nil, b.errorList()
 	}
 	b.loadFile(name, text, routes.MainFile)
+	rules.Sweep()
 	b.validate()
 	if len(b.errs) > 0 {
 		return nil, b.errorList()
 	}
 	b.sortDiags(b.cfg.Warnings)
+	detach(b.cfg)
 	return b.cfg, nil
+}
+
+// detach copies the strings that outlive a configuration: the upstream
+// pools, and the server state keyed by pool and address, are kept across
+// reloads while they are unchanged. Parsed values are slices of their
+// file's text, so without the copy a pool made from one file would keep
+// that whole file in memory for as long as the pool lives.
+func detach(cfg *Config) {
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		u.Name = strings.Clone(u.Name)
+		for j := range u.Servers {
+			u.Servers[j].Addr = strings.Clone(u.Servers[j].Addr)
+		}
+	}
 }
 
 // loadFile parses one file and applies its directives to the config.
 func (b *builder) loadFile(name string, text []byte, kind routes.FileKind) {
 	b.cfg.Files = append(b.cfg.Files, b.fs.Abs(name))
+	sum := sha256.Sum256(text)
+	b.cfg.FileSHA256 = append(b.cfg.FileSHA256, hex.EncodeToString(sum[:]))
 	b.seen[b.fs.Abs(name)] = true
 	b.order[name] = len(b.order)
 	f, errs := routes.Parse(name, text, kind)
@@ -98,6 +120,7 @@ func (b *builder) loadFile(name string, text []byte, kind routes.FileKind) {
 		b.errs = append(b.errs, Diagnostic{Pos: Pos{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col}, Msg: e.Msg, Source: e.Source})
 	}
 	if f != nil {
+		b.reserve(f)
 		runTop(b, f)
 	}
 }

@@ -1,6 +1,8 @@
 package conf
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"net/netip"
@@ -106,9 +108,13 @@ func TestExamplesLoad(t *testing.T) {
 	if len(cfg.Files) != 3 || len(cfg.Listeners) != 2 || len(cfg.Routes) != 6 || len(cfg.Upstreams) != 2 {
 		t.Errorf("files %d listeners %d routes %d upstreams %d", len(cfg.Files), len(cfg.Listeners), len(cfg.Routes), len(cfg.Upstreams))
 	}
-	for _, f := range cfg.Files {
+	for i, f := range cfg.Files {
 		if !filepath.IsAbs(f) {
 			t.Errorf("file %q is not absolute", f)
+		}
+		b, err := os.ReadFile(f)
+		if sum := sha256.Sum256(b); err != nil || len(cfg.FileSHA256) != len(cfg.Files) || cfg.FileSHA256[i] != hex.EncodeToString(sum[:]) {
+			t.Errorf("FileSHA256 of %s: %v (%v)", f, cfg.FileSHA256, err)
 		}
 	}
 	if len(cfg.Warnings) != 0 {
@@ -170,8 +176,8 @@ func TestDefaults(t *testing.T) {
 	if cfg.Runtime != (Runtime{}) {
 		t.Errorf("runtime = %+v, want every setting left alone", cfg.Runtime)
 	}
-	if cfg.Admin.Listen != "127.0.0.1:9900" || cfg.ShutdownGrace != 10*time.Second {
-		t.Errorf("admin %+v grace %v", cfg.Admin, cfg.ShutdownGrace)
+	if cfg.Admin.Listen != "127.0.0.1:9900" || cfg.ShutdownGrace != 10*time.Second || cfg.ShutdownDelay != 0 {
+		t.Errorf("admin %+v grace %v delay %v", cfg.Admin, cfg.ShutdownGrace, cfg.ShutdownDelay)
 	}
 	if got := (Log{Access: true, Format: "text", Output: "stderr", Level: "info"}); cfg.Log != got {
 		t.Errorf("log = %+v", cfg.Log)

@@ -24,6 +24,7 @@ func init() {
 		},
 		"runtime":        runtimeDirective,
 		"shutdown_grace": shutdownGrace,
+		"shutdown_delay": shutdownDelay,
 		"include":        func(b *builder, f *routes.File, d *routes.Directive) { b.include(f, d) },
 		"upstream":       upstreamDirective,
 		"route":          routeDirective,
@@ -203,6 +204,10 @@ func adminDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	if !hasDirective(d, "listen") { // the default address can still collide
 		b.addrs = append(b.addrs, boundAddr{owner: "the admin API", addr: a.Listen, pos: d.Pos})
 	}
+	if !hasDirective(d, "token_file") {
+		b.errorf(d.Pos, "admin block has no token_file (every /api/ call needs a bearer token; "+
+			"make one with: head -c 32 /dev/urandom | base64 > admin.token && chmod 600 admin.token)")
+	}
 	b.cfg.Admin = a
 }
 
@@ -222,7 +227,8 @@ var logTable = table[*Log]{
 			l.Format = v
 		}
 	},
-	"output": func(b *builder, l *Log, d *routes.Directive) { l.Output = b.path(d) },
+	"output":        func(b *builder, l *Log, d *routes.Directive) { l.Output = b.path(d) },
+	"access_output": func(b *builder, l *Log, d *routes.Directive) { l.AccessOutput = b.path(d) },
 	"level": func(b *builder, l *Log, d *routes.Directive) {
 		if v, ok := b.oneOf(d.Args[0], "log level", []string{"debug", "info", "warn", "error"}); ok {
 			l.Level = v
@@ -259,6 +265,12 @@ func gcPercent(b *builder, r *Runtime, d *routes.Directive) {
 func shutdownGrace(b *builder, _ *routes.File, d *routes.Directive) {
 	if v, ok := b.duration(d, false); ok {
 		b.cfg.ShutdownGrace = v
+	}
+}
+
+func shutdownDelay(b *builder, _ *routes.File, d *routes.Directive) {
+	if v, ok := b.duration(d, false); ok {
+		b.cfg.ShutdownDelay = v
 	}
 }
 

@@ -101,7 +101,7 @@ func match(b *builder, r *draft, d *routes.Directive) {
 		b.errorf(a.Pos, "match: expected a rule expression such as Host(`example.com`), got %s", a)
 		return
 	}
-	parsed, err := rule.Parse(r.kind, a.Value)
+	parsed, err := rules.Parse(r.kind, a.Value)
 	if err != nil {
 		var re *rule.Error
 		if errors.As(err, &re) {
@@ -111,7 +111,7 @@ func match(b *builder, r *draft, d *routes.Directive) {
 		}
 		return
 	}
-	r.rule, r.text = parsed, a.Value
+	r.rule, r.text = parsed, parsed.Text() // not a.Value: a slice of the whole file
 	for _, w := range parsed.Warnings() {
 		b.warnf(b.at(a, w.Offset), "%s", w.Msg)
 	}

@@ -17,6 +17,9 @@ func DefaultUpstream(name string) Upstream {
 		ResponseTimeout: 60 * time.Second,
 		IdleTimeout:     90 * time.Second,
 		MaxIdleConns:    256,
+		Balance:         Balance{Policy: RoundRobin},
+		PanicThreshold:  50,
+		Retry:           DefaultRetry(),
 	}
 }
 
@@ -36,6 +39,14 @@ var upstreamTable = table[*Upstream]{
 	"response_timeout": func(b *builder, u *Upstream, d *routes.Directive) { b.setDuration(d, &u.ResponseTimeout) },
 	"idle_timeout":     func(b *builder, u *Upstream, d *routes.Directive) { b.setDuration(d, &u.IdleTimeout) },
 	"max_idle_conns":   func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxIdleConns) },
+	"balance":          balanceDirective,
+	"health":           healthDirective,
+	"outlier":          outlierDirective,
+	"breaker":          breakerDirective,
+	"panic_threshold":  func(b *builder, u *Upstream, d *routes.Directive) { b.setPercent(d, 0, 100, "off", &u.PanicThreshold) },
+	"slow_start":       slowStart,
+	"retries":          retryDirective,
+	"max_requests":     func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxRequests) },
 }
 
 // maxWeight bounds a server's weight, so sums of weights cannot overflow.

@@ -38,25 +38,29 @@ type exchange struct {
 	rtIndex  int // x.rt's index in x.l.routes; -1: none
 	errKind  int // upstream error kind for the metrics; -1: none
 	upStart  time.Time
-	server   *upstream.Server
-	outcome  upstream.Outcome
-	status   int // status for the log when none was written (499)
-	tap      *bodyTap
-	cancel   upstream.Canceler // aborts the upstream exchange (idle watchdog)
-	cancelFn func(error)       // cancel.Cancel, bound once
-	out      upstream.Request
-	resp     upstream.Response
-	outHdr   httpmsg.Header // outbound request fields, reused
-	respHdr  httpmsg.Header // response fields sent to the client, reused
-	wd       watchdog
-	buf      []byte // Forwarded value, redirect target
-	xff      []byte // X-Forwarded-For value
-	target   []byte // outbound request target
+	tried    []*upstream.Server // servers tried, in order (retries)
+	retrying bool               // a retry holds a place in the pool's budget
+	// serverDone: x.server's try was reported (Done) when it was retried.
+	serverDone bool
+	server     *upstream.Server
+	outcome    upstream.Outcome
+	status     int // status for the log when none was written (499)
+	tap        *bodyTap
+	cancel     upstream.Canceler // aborts the upstream exchange (idle watchdog)
+	cancelFn   func(error)       // cancel.Cancel, bound once
+	out        upstream.Request
+	resp       upstream.Response
+	outHdr     httpmsg.Header // outbound request fields, reused
+	respHdr    httpmsg.Header // response fields sent to the client, reused
+	wd         watchdog
+	buf        []byte // Forwarded value, redirect target
+	xff        []byte // X-Forwarded-For value
+	target     []byte // outbound request target
 }
 
 func newExchange(r *Router) *exchange {
 	x := &exchange{r: r, buf: make([]byte, 0, 256), xff: make([]byte, 0, 64), target: make([]byte, 0, 256),
-		outHdr: make(httpmsg.Header, 0, 32), respHdr: make(httpmsg.Header, 0, 32)}
+		outHdr: make(httpmsg.Header, 0, 32), respHdr: make(httpmsg.Header, 0, 32), tried: make([]*upstream.Server, 0, 4)}
 	x.cancelFn = x.cancel.Cancel
 	x.rtIndex, x.errKind = -1, -1
 	x.wd.init()
@@ -153,6 +157,8 @@ func (x *exchange) reset() {
 	x.origPath, x.reqPath, x.path, x.query = "", "", "", ""
 	x.rt, x.server, x.outcome, x.status = nil, nil, upstream.Success, 0
 	x.rtIndex, x.errKind = -1, -1
+	clear(x.tried)
+	x.tried, x.retrying, x.serverDone = x.tried[:0], false, false
 	x.tap, x.out, x.resp = nil, upstream.Request{}, upstream.Response{}
 	clear(x.outHdr)
 	clear(x.respHdr)

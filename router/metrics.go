@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeway/edgeway/upstream"
 )
 
 // Traffic metrics. A request adds to plain atomic counters that its route,
@@ -26,6 +28,10 @@ type Metrics struct {
 	mu        sync.Mutex
 	listeners map[string]*listenerStats
 	servers   map[serverKey]*serverStats
+	upstreams map[string]*upstreamStats
+	pools     func() map[string]*upstream.Pool // the router's live pools, for state gauges
+
+	retries, budget, overLimit, state, inFlight, ejections *prometheus.Desc
 
 	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
 	duration, upDuration                              *prometheus.Desc
@@ -37,6 +43,21 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		listeners: map[string]*listenerStats{},
 		servers:   map[serverKey]*serverStats{},
+		upstreams: map[string]*upstreamStats{},
+		retries: prometheus.NewDesc("edgeway_upstream_retries_total",
+			"Tries sent again to another server, by upstream.", []string{"upstream"}, nil),
+		budget: prometheus.NewDesc("edgeway_upstream_retry_budget_exhausted_total",
+			"Retries not made because the upstream's retry budget was spent, by upstream.", []string{"upstream"}, nil),
+		overLimit: prometheus.NewDesc("edgeway_upstream_limit_rejected_total",
+			"Requests answered 503 at once because a pool limit was reached, by upstream and limit.",
+			[]string{"upstream", "limit"}, nil),
+		state: prometheus.NewDesc("edgeway_upstream_server_state",
+			"1 for the state each upstream server is in, 0 for the others.", []string{"upstream", "server", "state"}, nil),
+		inFlight: prometheus.NewDesc("edgeway_upstream_server_in_flight",
+			"Requests in flight to each upstream server.", []string{"upstream", "server"}, nil),
+		ejections: prometheus.NewDesc("edgeway_upstream_server_ejections",
+			"Consecutive outlier ejections of each upstream server (the multiplier of its ejection time).",
+			[]string{"upstream", "server"}, nil),
 		requests: prometheus.NewDesc("edgeway_requests_total",
 			"Requests answered, by listener, route (\"\" when none matched), method and status class.",
 			[]string{"listener", "route", "method", "code"}, nil),
@@ -138,6 +159,23 @@ type listenerStats struct {
 
 type serverKey struct{ upstream, addr string }
 
+// upstreamStats are the counters of one upstream pool.
+type upstreamStats struct {
+	retries, budgetExhausted, overLimit atomic.Uint64
+}
+
+// upstream returns the counters of an upstream, making them once.
+func (m *Metrics) upstream(name string) *upstreamStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.upstreams[name]
+	if u == nil {
+		u = &upstreamStats{}
+		m.upstreams[name] = u
+	}
+	return u
+}
+
 type serverStats struct {
 	requests [numClasses]atomic.Uint64
 	errors   [numErrKinds]atomic.Uint64
@@ -183,7 +221,8 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration} {
+	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
+		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections} {
 		ch <- d
 	}
 }
@@ -212,6 +251,32 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		ch <- s.duration.metric(m.upDuration, k.upstream, k.addr)
+	}
+	for name, u := range m.upstreams {
+		ch <- prometheus.MustNewConstMetric(m.retries, prometheus.CounterValue, float64(u.retries.Load()), name)
+		ch <- prometheus.MustNewConstMetric(m.budget, prometheus.CounterValue, float64(u.budgetExhausted.Load()), name)
+		ch <- prometheus.MustNewConstMetric(m.overLimit, prometheus.CounterValue, float64(u.overLimit.Load()), name, "max_requests")
+	}
+	if m.pools != nil {
+		m.collectPools(ch)
+	}
+}
+
+// collectPools reports each live server's state, in-flight requests and
+// ejection count, read from the pools at scrape time.
+func (m *Metrics) collectPools(ch chan<- prometheus.Metric) {
+	for name, p := range m.pools() {
+		for _, s := range p.Status().Servers {
+			for st := upstream.Healthy; st <= upstream.Disabled; st++ {
+				v := 0.0
+				if s.State == st {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(m.state, prometheus.GaugeValue, v, name, s.Addr, st.String())
+			}
+			ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(s.InFlight), name, s.Addr)
+			ch <- prometheus.MustNewConstMetric(m.ejections, prometheus.GaugeValue, float64(s.Ejections), name, s.Addr)
+		}
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 // name in m so that they carry on across reloads.
 func (s *Snapshot) attachMetrics(m *Metrics) {
 	servers := map[*upstream.Server]*serverStats{}
+	ups := map[string]*upstreamStats{}
 	for name, hl := range s.http {
+		hl.upstreams = ups
 		hl.stats = m.listener(name)
 		hl.noRoute = m.route(hl.stats, "")
 		hl.routeStats = make([]*routeStats, len(hl.routes))
@@ -19,6 +21,9 @@ func (s *Snapshot) attachMetrics(m *Metrics) {
 			hl.routeStats[i] = m.route(hl.stats, rt.name)
 			if rt.pool == nil {
 				continue
+			}
+			if ups[rt.upstream] == nil {
+				ups[rt.upstream] = m.upstream(rt.upstream)
 			}
 			for _, srv := range rt.pool.Servers() {
 				if servers[srv] == nil {
@@ -37,25 +42,59 @@ func (x *exchange) count() {
 	if x.rtIndex >= 0 {
 		rs = l.routeStats[x.rtIndex]
 	}
-	d := time.Since(x.start)
 	rs.requests[methodIndex(x.in.Method)][classIndex(x.logStatus())].Add(1)
-	rs.duration.observe(d)
+	rs.duration.observe(time.Since(x.start))
 	l.stats.bytesIn.Add(uint64(x.bytesIn()))
 	l.stats.bytesOut.Add(uint64(x.w.n))
-	if x.server == nil {
+	if x.server != nil && !x.serverDone {
+		x.countTry(x.errKind, x.resp.Status)
+	}
+}
+
+// countTry counts one try at an upstream server: an error of kind (>= 0)
+// or an answer with status.
+func (x *exchange) countTry(kind, status int) {
+	if x.l.stats == nil {
 		return
 	}
-	ss := l.servers[x.server]
+	ss := x.l.servers[x.server]
 	if ss == nil {
 		return
 	}
 	switch {
-	case x.errKind >= 0:
-		ss.errors[x.errKind].Add(1)
-	case x.resp.Status != 0:
-		ss.requests[classIndex(x.resp.Status)].Add(1)
+	case kind >= 0:
+		ss.errors[kind].Add(1)
+	case status != 0:
+		ss.requests[classIndex(status)].Add(1)
 	}
 	ss.duration.observe(time.Since(x.upStart))
+}
+
+// countRetry counts a retry of the route's upstream.
+func (x *exchange) countRetry() {
+	if us := x.upstreamStats(); us != nil {
+		us.retries.Add(1)
+	}
+}
+
+// countLimit counts a request refused by a pool limit: "max_requests" or
+// "retry_budget" (a retry not made).
+func (x *exchange) countLimit(limit string) {
+	us := x.upstreamStats()
+	switch {
+	case us == nil:
+	case limit == "retry_budget":
+		us.budgetExhausted.Add(1)
+	default:
+		us.overLimit.Add(1)
+	}
+}
+
+func (x *exchange) upstreamStats() *upstreamStats {
+	if x.l.stats == nil || x.rt == nil {
+		return nil
+	}
+	return x.l.upstreams[x.rt.upstream]
 }
 
 // matchIndex returns the index of the route serving req, or -1.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,25 +21,30 @@ import (
 // back; a response with a Content-Length goes out through the writer's
 // buffer, which saves a write(2) per response on small answers.
 func (x *exchange) forward() {
-	if x.refuseLargeBody() {
+	if x.refuseLargeBody() || !x.admit() {
 		return
 	}
 	pool := x.rt.pool
-	s, err := pool.Pick()
-	if err != nil {
-		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "no upstream server",
-			slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream), slog.Any("error", err))
-		x.plainError(503)
-		return
-	}
-	x.server = s
 	x.cancel.Reset()
 	if idle := pool.IdleTimeout(); idle > 0 {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
-	x.upStart = time.Now()
-	err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
+	var err error
+	for try := 0; ; try++ {
+		s, perr := pool.Pick(x.in, x.tried)
+		if perr != nil {
+			x.noServer(perr, err)
+			return
+		}
+		x.server, x.serverDone, x.tried = s, false, append(x.tried, s)
+		x.upStart, x.resp = time.Now(), upstream.Response{}
+		err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
+		if !x.retryable(try, err) {
+			break
+		}
+		x.endTry(err)
+	}
 	if err != nil {
 		x.proxyError(err)
 		return
@@ -48,6 +54,37 @@ func (x *exchange) forward() {
 		return
 	}
 	x.relay()
+}
+
+// admit applies the pool's max_requests limit: past it the request fails
+// at once with 503.
+func (x *exchange) admit() bool {
+	limit := x.rt.pool.MaxRequests()
+	if limit <= 0 || x.rt.pool.InFlight() < int64(limit) {
+		return true
+	}
+	x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream limit reached",
+		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+		slog.String("limit", "max_requests"), slog.Int("max_requests", limit))
+	x.countLimit("max_requests")
+	x.plainError(503)
+	return false
+}
+
+// noServer answers when Pick finds no server: 503 for a first try; after
+// failed tries, the last failure's answer.
+func (x *exchange) noServer(perr, last error) {
+	if last != nil || x.resp.Status != 0 {
+		if last != nil {
+			x.proxyError(last)
+		} else {
+			x.plainError(x.resp.Status)
+		}
+		return
+	}
+	x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "no upstream server",
+		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream), slog.Any("error", perr))
+	x.plainError(503)
 }
 
 // buildOutbound fills x.out: the target after path rewriting, the
@@ -95,7 +132,7 @@ func (x *exchange) localHost() string {
 func (x *exchange) relay() {
 	resp := &x.resp
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
-	x.respHdr = applyHeaders(x.respHdr, x.rt.chain.respHeader)
+	x.respHdr = x.sticky(applyHeaders(x.respHdr, x.rt.chain.respHeader))
 	if err := x.w.WriteHead(resp.Status, x.respHdr, resp.ContentLength); err != nil || resp.Body == nil {
 		if resp.Body != nil {
 			resp.Body.Close()
@@ -183,7 +220,7 @@ func (x *exchange) tunnel() {
 	resp := &x.resp
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
 	x.respHdr = append(x.respHdr, httpmsg.Field{Name: "Upgrade", Value: resp.Header.Get("Upgrade")})
-	x.respHdr = applyHeaders(x.respHdr, x.rt.chain.respHeader)
+	x.respHdr = x.sticky(applyHeaders(x.respHdr, x.rt.chain.respHeader))
 	if err := x.w.WriteHead(101, x.respHdr, 0); err != nil {
 		resp.Conn.Close()
 		x.outcome = upstream.Abandoned
@@ -194,6 +231,15 @@ func (x *exchange) tunnel() {
 		x.r.log.LogAttrs(context.Background(), slog.LevelDebug, "tunnel refused",
 			slog.String("route", x.rt.name), slog.Any("error", err))
 	}
+}
+
+// sticky adds the affinity cookie of a sticky pool when the request did
+// not carry a valid pin to the server that answered.
+func (x *exchange) sticky(h httpmsg.Header) httpmsg.Header {
+	if c := x.rt.pool.StickyCookie(x.in, x.server); c != "" {
+		h = append(h, httpmsg.Field{Name: "Set-Cookie", Value: c})
+	}
+	return h
 }
 
 func isEventStream(h httpmsg.Header) bool {
@@ -306,4 +352,77 @@ func (b *bufferPool) Put(buf []byte) {
 	if cap(buf) >= bufSize {
 		b.p.Put((*[bufSize]byte)(buf[:bufSize]))
 	}
+}
+
+// retryable decides whether a failed try is tried again on another server
+// (conf.Retry): never for a request with a body, a client that went away
+// or stalled, or beyond the attempts and the pool's retry budget; after a
+// connect failure (nothing was sent), a reset before any response byte of
+// an idempotent request, or a configured 5xx status of an idempotent
+// request. A status that is retried is discarded: its body is closed.
+func (x *exchange) retryable(try int, err error) bool {
+	pol := x.rt.pool.Retry()
+	if try >= pol.Attempts || x.out.Body != nil || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
+		return false
+	}
+	idem := idempotent(x.in.Method)
+	switch {
+	case err == nil:
+		if !idem || !slices.Contains(pol.Statuses, x.resp.Status) {
+			return false
+		}
+	case upstream.IsConnectError(err):
+		if !pol.ConnectFailure {
+			return false
+		}
+	case !pol.Reset || !idem || !isReset(err):
+		return false
+	}
+	if !x.retrying {
+		if !x.rt.pool.StartRetry() {
+			x.countLimit("retry_budget")
+			return false
+		}
+		x.retrying = true
+	}
+	if err == nil && x.resp.Body != nil {
+		x.resp.Body.Close()
+	}
+	return true
+}
+
+// isReset reports an upstream read failure that is not a timeout: the
+// connection was reset or closed before a response.
+func isReset(err error) bool {
+	var ue *upstream.Error
+	return errors.As(err, &ue) && ue.Kind == upstream.KindRead && !ue.Timeout()
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+// endTry reports a try that is retried to its server, the log and the
+// metrics.
+func (x *exchange) endTry(err error) {
+	status, cause := x.resp.Status, "status"
+	if err != nil {
+		status, cause = 0, err.Error()
+	}
+	x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream request failed; retrying",
+		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+		slog.String("server", x.server.Addr), slog.Int("status", status), slog.String("error", cause))
+	kind := -1
+	if err != nil {
+		kind = errKindOf(0, err)
+	}
+	x.server.Done(upstream.Result{Outcome: upstream.Failure, Status: status,
+		ConnectFailed: upstream.IsConnectError(err), Latency: time.Since(x.upStart)})
+	x.countTry(kind, status)
+	x.countRetry()
+	x.serverDone = true // reported; kept for the log of a last failure
 }

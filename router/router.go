@@ -50,6 +50,10 @@ func New(opts Options) *Router {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	r.set.SetLogger(r.log)
+	if r.metrics != nil {
+		r.metrics.pools = r.set.Pools
+	}
 	r.snap.Store(&Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}})
 	r.exchanges.New = func() any { return newExchange(r) }
 	return r
@@ -169,7 +173,11 @@ func (r *Router) finish(x *exchange) {
 // end reports the outcome to the server and releases the request's timer.
 func (x *exchange) end() {
 	x.wd.stop()
-	if x.server != nil {
-		x.server.Done(x.outcome)
+	if x.server != nil && !x.serverDone {
+		x.server.Done(upstream.Result{Outcome: x.outcome, Status: x.resp.Status,
+			ConnectFailed: x.errKind == errConnect, Latency: time.Since(x.upStart)})
+	}
+	if x.retrying {
+		x.rt.pool.EndRetry()
 	}
 }

@@ -35,6 +35,7 @@ type httpListener struct {
 	routeStats []*routeStats // index = routes index
 	noRoute    *routeStats   // requests no route matched
 	servers    map[*upstream.Server]*serverStats
+	upstreams  map[string]*upstreamStats
 }
 
 type tcpListener struct {

@@ -23,19 +23,50 @@ func (c *checker) errorf(p Pos, format string, args ...any) {
 
 func (c *checker) block(kind BlockKind, dirs []*Directive) []*Directive {
 	out := make([]*Directive, 0, len(dirs))
-	seen := map[string]Pos{}
+	var seenBuf [16]seenName
+	seen := seenSet(seenBuf[:0])
+	var partsBuf [4]*Directive
+	parts := partsBuf[:0]
 	for i, d := range dirs {
 		var next *Directive
 		if i+1 < len(dirs) {
 			next = dirs[i+1]
 		}
-		for _, part := range split(kind, compound(d)) {
+		parts = split(kind, compound(d), parts[:0])
+		for _, part := range parts {
 			if c.check(kind, part, next, seen) {
+				seen = seen.add(part.Name, part.Pos)
 				out = append(out, part)
 			}
 		}
 	}
 	return out
+}
+
+// seenSet records the directives a block has had, for the single-use
+// check. Blocks hold a handful of directive names, so a list searched in
+// order beats a map (one per block of a 10,000-route file).
+type seenSet []seenName
+
+type seenName struct {
+	name string
+	pos  Pos
+}
+
+func (s seenSet) get(name string) (Pos, bool) {
+	for _, n := range s {
+		if n.name == name {
+			return n.pos, true
+		}
+	}
+	return Pos{}, false
+}
+
+func (s seenSet) add(name string, p Pos) seenSet {
+	if _, ok := s.get(name); ok {
+		return s
+	}
+	return append(s, seenName{name, p})
 }
 
 // compound joins `tcp route` into one directive name.
@@ -49,8 +80,7 @@ func compound(d *Directive) *Directive {
 // split cuts a line holding several directives (`listen :9900 token_file /x`)
 // where an argument beyond the first directive's share names another
 // directive of the same place.
-func split(kind BlockKind, d *Directive) []*Directive {
-	var out []*Directive
+func split(kind BlockKind, d *Directive, out []*Directive) []*Directive {
 	for {
 		spec, ok := lookup(kind, d.Name)
 		if !ok {
@@ -94,7 +124,7 @@ func isDirective(kind BlockKind, a Arg) bool {
 	return ok
 }
 
-func (c *checker) check(kind BlockKind, d *Directive, next *Directive, seen map[string]Pos) bool {
+func (c *checker) check(kind BlockKind, d *Directive, next *Directive, seen seenSet) bool {
 	spec, ok := lookup(kind, d.Name)
 	if !ok {
 		c.unknown(kind, d)
@@ -106,11 +136,10 @@ func (c *checker) check(kind BlockKind, d *Directive, next *Directive, seen map[
 		}
 		return false
 	}
-	if first, dup := seen[d.Name]; dup && !spec.Repeat {
+	if first, dup := seen.get(d.Name); dup && !spec.Repeat {
 		c.errorf(d.Pos, "duplicate %q in %s (first at line %d)", d.Name, kind, first.Line)
 		return false
 	}
-	seen[d.Name] = d.Pos
 	d.Kind = kind
 	if d.Block != nil {
 		d.Block.Directives = c.block(spec.Block, d.Block.Directives)

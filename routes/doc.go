@@ -1,5 +1,5 @@
 // Package routes is edgeway's configuration language: a custom lexer, a
-// participle grammar and an AST of directives with their arguments and
+// hand-written parser and an AST of directives with their arguments and
 // blocks, checked against one vocabulary table that says which directive may
 // appear where. It only knows the syntax: the conf package turns the checked
 // AST into a typed configuration. The tradeoff is a generic grammar (every

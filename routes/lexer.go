@@ -1,18 +1,18 @@
 package routes
 
 import (
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/alecthomas/participle/v2/lexer"
 )
 
 // Token types of the configuration language. Comments are dropped by the
 // scanner; newlines and ';' both become Sep.
+type tokType uint8
+
 const (
-	tokWord lexer.TokenType = iota + 1
+	tokEOF tokType = iota
+	tokWord
 	tokString
 	tokExpr // the text of a match expression, exactly as written
 	tokSep
@@ -20,44 +20,14 @@ const (
 	tokRBrace
 )
 
-// definition is the participle lexer.Definition of the language. The scanner
-// is hand-written because the end of a match expression depends on its
+// token is one token: the offsets of its first byte and of the byte after
+// it (a large file has hundreds of thousands of tokens, so they stay
+// small; the parser turns offsets into positions). The scanner is
+// hand-written because the end of a match expression depends on its
 // parentheses and operators, which a regexp lexer cannot follow.
-type definition struct{}
-
-// Symbols builds its map on each call: the parser is built during package
-// initialisation, possibly before any package-level map would be.
-func (definition) Symbols() map[string]lexer.TokenType {
-	return map[string]lexer.TokenType{
-		"EOF": lexer.EOF, "Word": tokWord, "String": tokString, "Expr": tokExpr,
-		"Sep": tokSep, "LBrace": tokLBrace, "RBrace": tokRBrace,
-	}
-}
-
-func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	toks, errs := scan(NewSource(filename, b))
-	if len(errs) > 0 {
-		return nil, errs[0]
-	}
-	return &sliceLexer{toks: toks}, nil
-}
-
-// sliceLexer hands out tokens scanned beforehand.
-type sliceLexer struct {
-	toks []lexer.Token
-	i    int
-}
-
-func (l *sliceLexer) Next() (lexer.Token, error) {
-	if l.i >= len(l.toks) {
-		return l.toks[len(l.toks)-1], nil // EOF, again
-	}
-	l.i++
-	return l.toks[l.i-1], nil
+type token struct {
+	typ        tokType
+	start, end int32
 }
 
 // brace is an open "{"; a dropped one (where no directive opened it) mutes
@@ -75,7 +45,7 @@ type scanner struct {
 	src    *Source
 	text   string
 	off    int
-	toks   []lexer.Token
+	toks   []token
 	errs   ErrorList
 	open   []brace // the open braces
 	mute   int     // number of dropped braces on the stack
@@ -83,8 +53,9 @@ type scanner struct {
 	skip   bool    // drop tokens until the next Sep (after a bad statement start)
 }
 
-func scan(src *Source) ([]lexer.Token, ErrorList) {
+func scan(src *Source) ([]token, ErrorList) {
 	s := &scanner{src: src, text: src.Text}
+	s.toks = make([]token, 0, len(src.Text)/5+1) // about one token per 5 bytes of a route file
 	for s.off < len(s.text) {
 		s.step()
 	}
@@ -116,13 +87,11 @@ func (s *scanner) errorf(off int, format string, args ...any) {
 	s.errs = append(s.errs, s.src.errorAt(off, format, args...))
 }
 
-func (s *scanner) emit(typ lexer.TokenType, start, end int) {
+func (s *scanner) emit(typ tokType, start, end int) {
 	if s.mute > 0 {
 		return
 	}
-	p := s.src.Pos(start)
-	s.toks = append(s.toks, lexer.Token{Type: typ, Value: s.text[start:end],
-		Pos: lexer.Position{Filename: p.File, Offset: p.Offset, Line: p.Line, Column: p.Col}})
+	s.toks = append(s.toks, token{typ: typ, start: int32(start), end: int32(end)})
 }
 
 func (s *scanner) sep(start, end int) {
@@ -150,13 +119,13 @@ func (s *scanner) lbrace() {
 // the newlines in between.
 func (s *scanner) braceOnNextLine() bool {
 	n := len(s.toks)
-	for n > 0 && s.toks[n-1].Type == tokSep && s.toks[n-1].Value == "\n" {
+	for n > 0 && s.toks[n-1].typ == tokSep && s.toks[n-1].end > s.toks[n-1].start && s.text[s.toks[n-1].start] == '\n' {
 		n--
 	}
 	if n == len(s.toks) || n == 0 {
 		return false
 	}
-	switch s.toks[n-1].Type {
+	switch s.toks[n-1].typ {
 	case tokWord, tokString, tokExpr:
 		s.toks = s.toks[:n]
 		return true
@@ -195,8 +164,7 @@ func (s *scanner) eof() {
 	}
 	s.open = nil
 	s.emit(tokSep, end, end)
-	p := s.src.Pos(end)
-	s.toks = append(s.toks, lexer.EOFToken(lexer.Position{Filename: p.File, Offset: p.Offset, Line: p.Line, Column: p.Col}))
+	s.toks = append(s.toks, token{typ: tokEOF, start: int32(end), end: int32(end)})
 }
 
 func (s *scanner) str() {
@@ -215,9 +183,12 @@ func (s *scanner) str() {
 	s.token(tokString, start, end)
 }
 
+// wordEnds marks the bytes that end a word.
+var wordEnds = [256]bool{' ': true, '\t': true, '\r': true, '\f': true, '\v': true, '\n': true, ';': true, '{': true, '}': true, '"': true, '`': true}
+
 func (s *scanner) word() {
 	start := s.off
-	for s.off < len(s.text) && !strings.ContainsRune(" \t\r\f\v\n;{}\"`", rune(s.text[s.off])) {
+	for s.off < len(s.text) && !wordEnds[s.text[s.off]] {
 		s.off++
 	}
 	startsStmt := !s.inStmt
@@ -229,7 +200,7 @@ func (s *scanner) word() {
 
 // token emits a word or string, or reports it when a string stands where a
 // directive name belongs.
-func (s *scanner) token(typ lexer.TokenType, start, end int) {
+func (s *scanner) token(typ tokType, start, end int) {
 	if s.skip {
 		return
 	}

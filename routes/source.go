@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,25 +24,28 @@ func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.
 type Source struct {
 	Name  string
 	Text  string
-	lines []int // offset of the first byte of each line
+	lines []int32 // offset of the first byte of each line (Parse refuses files over 2 GiB)
 }
 
 // NewSource indexes text under the given file name.
 func NewSource(name string, text []byte) *Source {
-	s := &Source{Name: name, Text: string(text), lines: []int{0}}
-	for i := 0; i < len(s.Text); i++ {
-		if s.Text[i] == '\n' {
-			s.lines = append(s.lines, i+1)
+	s := &Source{Name: name, Text: string(text)}
+	s.lines = make([]int32, 1, 1+bytes.Count(text, []byte{'\n'}))
+	for off := 0; ; {
+		i := strings.IndexByte(s.Text[off:], '\n')
+		if i < 0 {
+			return s
 		}
+		off += i + 1
+		s.lines = append(s.lines, int32(off))
 	}
-	return s
 }
 
 // Pos returns the position of byte offset off, clamped to the text.
 func (s *Source) Pos(off int) Pos {
 	off = max(0, min(off, len(s.Text)))
-	line := sort.Search(len(s.lines), func(i int) bool { return s.lines[i] > off })
-	return Pos{File: s.Name, Offset: off, Line: line, Col: off - s.lines[line-1] + 1}
+	line := sort.Search(len(s.lines), func(i int) bool { return int(s.lines[i]) > off })
+	return Pos{File: s.Name, Offset: off, Line: line, Col: off - int(s.lines[line-1]) + 1}
 }
 
 // Line returns the text of line n (from 1) without its line ending, or ""
@@ -52,7 +56,7 @@ func (s *Source) Line(n int) string {
 	}
 	end := len(s.Text)
 	if n < len(s.lines) {
-		end = s.lines[n] - 1
+		end = int(s.lines[n]) - 1
 	}
 	return strings.TrimSuffix(s.Text[s.lines[n-1]:end], "\r")
 }
@@ -115,4 +119,24 @@ func Format(file string, line, col int, msg, source string) string {
 func (s *Source) errorAt(off int, format string, args ...any) *Error {
 	p := s.Pos(off)
 	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...), Source: s.Line(p.Line)}
+}
+
+// lineCursor maps offsets to positions like Source.Pos, walking from the
+// line of the last offset asked: a scanner asks in nearly increasing order,
+// so each answer costs a step or two instead of a binary search.
+type lineCursor struct {
+	src  *Source
+	line int // index in src.lines of the line of the last offset
+}
+
+func (c *lineCursor) pos(off int) Pos {
+	s := c.src
+	off = max(0, min(off, len(s.Text)))
+	for c.line+1 < len(s.lines) && int(s.lines[c.line+1]) <= off {
+		c.line++
+	}
+	for c.line > 0 && int(s.lines[c.line]) > off {
+		c.line--
+	}
+	return Pos{File: s.Name, Offset: off, Line: c.line + 1, Col: off - int(s.lines[c.line]) + 1}
 }

@@ -15,6 +15,10 @@ const (
 	UpstreamBlock  BlockKind = "upstream block"
 	RouteBlock     BlockKind = "route block"
 	TCPRouteBlock  BlockKind = "tcp route block"
+	HealthBlock    BlockKind = "health block"
+	OutlierBlock   BlockKind = "outlier block"
+	RetryBlock     BlockKind = "retries block"
+	BreakerBlock   BlockKind = "breaker block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -43,6 +47,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "log", Block: LogBlock, MainOnly: true},
 		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
 		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
+		{Name: "shutdown_delay", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
 		{Name: "include", Usage: "GLOB", Min: 1, Max: 1, MainOnly: true, Repeat: true},
 		{Name: "upstream", Usage: "NAME", Min: 1, Max: 1, Block: UpstreamBlock, Repeat: true},
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
@@ -80,6 +85,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "access", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "format", Usage: "json|text", Min: 1, Max: 1},
 		{Name: "output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
+		{Name: "access_output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
 		{Name: "level", Usage: "debug|info|warn|error", Min: 1, Max: 1},
 	},
 	RuntimeBlock: {
@@ -93,6 +99,48 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "max_idle_conns", Usage: "N", Min: 1, Max: 1},
+		{Name: "balance", Usage: "round_robin|least_request|random|hash KEY|sticky COOKIE", Min: 1, Max: 3, take: takeBalance},
+		{Name: "health", Block: HealthBlock},
+		{Name: "outlier", Block: OutlierBlock},
+		{Name: "breaker", Block: BreakerBlock},
+		{Name: "panic_threshold", Usage: "PERCENT|off", Min: 1, Max: 1},
+		{Name: "slow_start", Usage: "DURATION|off", Min: 1, Max: 1},
+		{Name: "retries", Block: RetryBlock},
+		{Name: "max_requests", Usage: "N", Min: 1, Max: 1},
+	},
+	RetryBlock: {
+		{Name: "attempts", Usage: "N", Min: 1, Max: 1},
+		{Name: "on", Usage: "connect_failure|reset|502|503|504...", Min: 1, Max: -1},
+		{Name: "budget", Usage: "PERCENT", Min: 1, Max: 1},
+		{Name: "min_concurrent", Usage: "N", Min: 1, Max: 1},
+	},
+	HealthBlock: {
+		{Name: "type", Usage: "http|tcp", Min: 1, Max: 1},
+		{Name: "path", Usage: "PATH", Min: 1, Max: 1},
+		{Name: "method", Usage: "METHOD", Min: 1, Max: 1},
+		{Name: "host", Usage: "HOST", Min: 1, Max: 1},
+		{Name: "expect", Usage: "STATUS|LO-HI...", Min: 1, Max: -1},
+		{Name: "body", Usage: "TEXT", Min: 1, Max: 1},
+		{Name: "interval", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "jitter", Usage: "PERCENT", Min: 1, Max: 1},
+		{Name: "timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "healthy", Usage: "N", Min: 1, Max: 1},
+		{Name: "unhealthy", Usage: "N", Min: 1, Max: 1},
+		{Name: "initial", Usage: "healthy|unhealthy", Min: 1, Max: 1},
+	},
+	OutlierBlock: {
+		{Name: "consecutive_5xx", Usage: "N|off", Min: 1, Max: 1},
+		{Name: "consecutive_connect_failures", Usage: "N|off", Min: 1, Max: 1},
+		{Name: "base_ejection", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "max_ejection", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "max_ejection_percent", Usage: "PERCENT", Min: 1, Max: 1},
+	},
+	BreakerBlock: {
+		{Name: "error_rate", Usage: "PERCENT", Min: 1, Max: 1},
+		{Name: "min_requests", Usage: "N", Min: 1, Max: 1},
+		{Name: "window", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "cool_down", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "trials", Usage: "N", Min: 1, Max: 1},
 	},
 	RouteBlock: append(routeCommon(),
 		Spec{Name: "strip_prefix", Usage: "PREFIX", Min: 1, Max: 1, Repeat: true},
@@ -133,6 +181,24 @@ func takeServer(args []Arg) int {
 	return 1
 }
 
+// takeBalance: `balance POLICY`, `balance sticky COOKIE`, `balance hash
+// client_ip|path` or `balance hash header|cookie NAME`.
+func takeBalance(args []Arg) int {
+	if len(args) < 2 || args[0].Kind != Word {
+		return 1
+	}
+	switch args[0].Value {
+	case "sticky":
+		return 2
+	case "hash":
+		if args[1].Value == "header" || args[1].Value == "cookie" {
+			return 3
+		}
+		return 2
+	}
+	return 1
+}
+
 // Vocabulary returns the directives allowed in a place, in table order.
 func Vocabulary(kind BlockKind) []Spec {
 	return append([]Spec(nil), vocabulary[kind]...)
@@ -140,7 +206,8 @@ func Vocabulary(kind BlockKind) []Spec {
 
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
-	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock}
+	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

@@ -1,8 +1,11 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,93 +15,129 @@ import (
 )
 
 // ErrNoServer is returned (wrapped with the pool's name) by Pick when no
-// server of the pool can take traffic: none configured, all weight 0, or
-// (later) all unhealthy or broken. Test for it with errors.Is.
+// server of the pool can take traffic: none configured, all weight 0,
+// drained or disabled, or all already tried by the request. Test for it
+// with errors.Is.
 var ErrNoServer = errors.New("no server available")
 
-// Outcome is what a proxied request says about the server that served it.
-type Outcome uint8
-
-// The outcomes a caller reports through Server.Done.
-const (
-	// Success: the server answered with a response (any status).
-	Success Outcome = iota
-	// Failure: the server could not be reached or gave no valid response
-	// (refused, reset, timeout, malformed response).
-	Failure
-	// Abandoned: the exchange ended for a reason that says nothing about
-	// the server (the client went away or stalled).
-	Abandoned
-)
-
-// ServerState is the per-server state that outlives a reload: a Set hands
-// the same *ServerState to every Pool generation that lists the server, keyed
-// by pool name and address. Fields are atomics because every request touches
-// them without a lock.
-type ServerState struct {
-	InFlight    atomic.Int64  // requests picked and not yet Done
-	Requests    atomic.Uint64 // requests completed (any outcome)
-	Failures    atomic.Uint64 // requests that ended in Failure
-	LastFailure atomic.Int64  // unix nanoseconds of the last Failure; 0 if none
-}
-
-// Server is one backend of a Pool. Addr and Weight are as configured.
-type Server struct {
-	Addr   string
-	Weight int
-	State  *ServerState
-	pool   *Pool
-}
-
-// Done ends a request started by Pick and records its outcome. Every
-// successful Pick must be followed by exactly one Done, after the response
-// body was copied (or the exchange failed), so that a draining pool knows
-// when its connections are idle.
-func (s *Server) Done(o Outcome) {
-	s.State.InFlight.Add(-1)
-	s.State.Requests.Add(1)
-	if o == Failure {
-		s.State.Failures.Add(1)
-		s.State.LastFailure.Store(time.Now().UnixNano())
-	}
-	s.pool.release()
-}
-
-// Pool is the set of servers of one upstream block, its balancer and its
-// connection pool. Pick and Done are safe for concurrent use.
+// Pool is the set of servers of one upstream block, its balancer, its
+// health checks and its connection pool. Pick and Done are safe for
+// concurrent use.
 type Pool struct {
 	cfg       conf.Upstream
 	servers   []*Server
 	transport *Transport
 	noServer  error
+	group     *group
+	log       *slog.Logger
+	now       func() time.Time // the clock; tests inject one
+	rnd       balance.Rand     // the random source; tests inject one
 
-	mu sync.Mutex // guards rr
-	rr *balance.SWRR
+	mu     sync.Mutex // guards the policy, the counts below and pk
+	policy balance.Policy
+	rr     *balance.SWRR   // sticky's fallback
+	random *balance.Random // hash's fallback for keyless requests
+	byID   map[string]int
+	epoch  uint64 // group epoch the counts were taken at
+	counts counts
+	pk     pick // the pick in progress
 
 	inFlight atomic.Int64
+	retries  atomic.Int64 // retries in progress (the retry budget)
 	closed   atomic.Bool
+
+	stopChecks context.CancelFunc
+	checks     sync.WaitGroup
 }
 
-// NewPool builds a pool for cfg with fresh server state. Zero durations in
-// cfg mean no limit; a zero MaxIdleConns keeps 2 idle connections per
-// server.
+// counts are recomputed after any state change of the group.
+type counts struct {
+	servable  int  // servers neither drained, disabled nor weight 0
+	healthy   int  // of those, the ones serving
+	maxWeight int  // the largest weight, in weight units
+	panic     bool // healthy share below the panic threshold
+}
+
+// NewPool builds a pool for cfg with fresh server state and starts its
+// health checks (Close stops them). Zero durations in cfg mean no limit;
+// a zero MaxIdleConns keeps 2 idle connections per server. State changes
+// are logged to slog.Default.
 func NewPool(cfg conf.Upstream) *Pool {
-	return newPool(cfg, func(string) *ServerState { return new(ServerState) })
+	g := new(group)
+	now := time.Now()
+	p := newPool(cfg, g, slog.Default(), time.Now, rand.Uint64, func(string) *ServerState {
+		return newServerState(g, now, true)
+	})
+	p.startChecks()
+	return p
 }
 
-func newPool(cfg conf.Upstream, state func(addr string) *ServerState) *Pool {
+func newPool(cfg conf.Upstream, g *group, log *slog.Logger, now func() time.Time, rnd balance.Rand,
+	state func(addr string) *ServerState) *Pool {
 	p := &Pool{
 		cfg:       cfg,
 		transport: NewTransport(cfg),
 		noServer:  fmt.Errorf("upstream %s: %w", cfg.Name, ErrNoServer),
+		group:     g,
+		log:       log,
+		now:       now,
+		rnd:       rnd,
+		epoch:     ^uint64(0),
 	}
-	weights := make([]int, len(cfg.Servers))
-	for i, sc := range cfg.Servers {
-		p.servers = append(p.servers, &Server{Addr: sc.Addr, Weight: sc.Weight, State: state(sc.Addr), pool: p})
-		weights[i] = sc.Weight
+	for _, sc := range cfg.Servers {
+		s := &Server{Addr: sc.Addr, Weight: sc.Weight, State: state(sc.Addr), pool: p}
+		s.ID = serverID(cfg.Name, sc.Addr)
+		p.servers = append(p.servers, s)
+		p.adopt(s)
 	}
-	p.rr = balance.NewSWRR(weights)
+	p.buildPolicy()
 	return p
+}
+
+// adopt fits a state to this pool's settings. A new state starts as the
+// configuration says (unhealthy until checked, or healthy; ramping when
+// added to a live pool); a kept one is freed from checks, ejection or a
+// breaker that the new configuration no longer has.
+func (p *Pool) adopt(s *Server) {
+	st, now := s.State, p.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	m := &st.m
+	if !m.initialized {
+		p.initState(st, now)
+		return
+	}
+	reason := ""
+	if p.cfg.Health == nil && !m.healthy {
+		m.healthy, reason = true, "health checks removed"
+	}
+	if p.cfg.Outlier == nil && m.ejected {
+		m.ejected, reason = false, "outlier ejection removed"
+	}
+	if p.cfg.Breaker == nil && m.brk != brkClosed {
+		m.brk, reason = brkClosed, "breaker removed"
+	}
+	if tr, ok := st.settle(now, reason, p.cfg.SlowStart); ok {
+		p.logTransition(s, tr)
+	}
+}
+
+// initState sets a new server's first state, without a transition.
+func (p *Pool) initState(st *ServerState, now time.Time) {
+	m := &st.m
+	m.initialized = true
+	if h := p.cfg.Health; h != nil && !h.InitialHealthy {
+		m.healthy, m.reason = false, "waiting for the first health check"
+	}
+	m.state = m.derive()
+	st.state.Store(uint32(m.state))
+	if m.state == Healthy && !m.fresh && p.cfg.SlowStart > 0 {
+		st.rampStart.Store(now.UnixNano())
+	}
+	if m.state == Healthy {
+		m.fresh = false
+	}
+	st.group.epoch.Add(1)
 }
 
 // Name is the upstream's name.
@@ -115,36 +154,71 @@ func (p *Pool) IdleTimeout() time.Duration { return p.cfg.IdleTimeout }
 // not be modified.
 func (p *Pool) Servers() []*Server { return p.servers }
 
+// Server returns the server with address addr, or nil.
+func (p *Pool) Server(addr string) *Server {
+	for _, s := range p.servers {
+		if s.Addr == addr {
+			return s
+		}
+	}
+	return nil
+}
+
 // Transport is the pool's HTTP/1.1 client and connection pool, shared by
 // all its servers.
 func (p *Pool) Transport() *Transport { return p.transport }
 
-// Pick chooses the server for the next request and counts it in flight. It
-// returns an error wrapping ErrNoServer when no server can take traffic.
-// The caller must call Done on the returned server.
-func (p *Pool) Pick() (*Server, error) {
-	p.mu.Lock()
-	i := p.rr.Next(nil)
-	p.mu.Unlock()
-	if i < 0 {
-		return nil, p.noServer
-	}
-	s := p.servers[i]
-	p.inFlight.Add(1)
-	s.State.InFlight.Add(1)
-	return s, nil
-}
+// InFlight counts the requests picked from this pool and not yet Done.
+func (p *Pool) InFlight() int64 { return p.inFlight.Load() }
 
-// Close drains the pool. Requests already routed to it may still Pick and
-// finish (a request keeps the routing table it started with): the idle
-// connections are closed now, and a connection in use is closed when its
-// response ends instead of going back to the pool. Close is idempotent.
+// Close drains the pool and stops its health checks. Requests already
+// routed to it may still Pick and finish (a request keeps the routing
+// table it started with): the idle connections are closed now, and a
+// connection in use is closed when its response ends instead of going
+// back to the pool. Close is idempotent.
 func (p *Pool) Close() {
 	if p.closed.Swap(true) {
 		return
+	}
+	if p.stopChecks != nil {
+		p.stopChecks()
 	}
 	p.transport.Close()
 }
 
 // release ends one in-flight request.
 func (p *Pool) release() { p.inFlight.Add(-1) }
+
+func (p *Pool) logTransition(s *Server, tr Transition) {
+	level := slog.LevelInfo
+	if !tr.To.serving() {
+		level = slog.LevelWarn
+	}
+	p.log.LogAttrs(context.Background(), level, "upstream server state changed",
+		slog.String("upstream", p.cfg.Name), slog.String("server", s.Addr),
+		slog.String("from", tr.From.String()), slog.String("to", tr.To.String()),
+		slog.String("reason", tr.Reason))
+}
+
+// StartRetry reports whether a retry may start under the pool's retry
+// budget (conf.Retry: Budget percent of the requests in flight, at least
+// MinConcurrent) and, when it may, counts it until EndRetry.
+func (p *Pool) StartRetry() bool {
+	r := p.cfg.Retry
+	limit := max(int64(r.MinConcurrent), p.inFlight.Load()*int64(r.Budget)/100)
+	if p.retries.Add(1) > limit {
+		p.retries.Add(-1)
+		return false
+	}
+	return true
+}
+
+// EndRetry ends a retry StartRetry allowed.
+func (p *Pool) EndRetry() { p.retries.Add(-1) }
+
+// Retry is the pool's retry policy, read per request without copying the
+// configuration; the caller must not change it.
+func (p *Pool) Retry() *conf.Retry { return &p.cfg.Retry }
+
+// MaxRequests is the pool's max_requests limit; 0: none.
+func (p *Pool) MaxRequests() int { return p.cfg.MaxRequests }

@@ -41,12 +41,12 @@ func TestPoolPickSequence(t *testing.T) {
 			p := NewPool(upstreamConf("u", tc.weights...))
 			var got []string
 			for range strings.Count(tc.want, " ") + 1 {
-				s, err := p.Pick()
+				s, err := p.Pick(nil, nil)
 				if err != nil {
 					t.Fatalf("Pick: %v", err)
 				}
 				got = append(got, s.Addr)
-				s.Done(Success)
+				s.Done(Result{Outcome: Success})
 			}
 			if g := strings.Join(got, " "); g != tc.want {
 				t.Errorf("picks = %q, want %q", g, tc.want)
@@ -60,7 +60,7 @@ func TestPoolNoServer(t *testing.T) {
 	for _, c := range []conf.Upstream{upstreamConf("none"), upstreamConf("zero", 0, 0)} {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
-			_, err := NewPool(c).Pick()
+			_, err := NewPool(c).Pick(nil, nil)
 			if !errors.Is(err, ErrNoServer) {
 				t.Fatalf("Pick error = %v, want ErrNoServer", err)
 			}
@@ -76,12 +76,12 @@ func TestPoolConcurrentPicks(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for i := range each {
-				s, err := p.Pick()
+				s, err := p.Pick(nil, nil)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				s.Done(Outcome(i % 3))
+				s.Done(Result{Outcome: Outcome(i % 3)})
 			}
 		})
 	}
@@ -120,7 +120,7 @@ func TestPoolCloseDrains(t *testing.T) {
 	c := upstreamConf("u")
 	c.Servers = []conf.Server{{Addr: srv.Listener.Addr().String(), Weight: 1}}
 	p := NewPool(c)
-	s, err := p.Pick()
+	s, err := p.Pick(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +131,6 @@ func TestPoolCloseDrains(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	s.Done(Success)
+	s.Done(Result{Outcome: Success})
 	testutil.WaitFor(t, "idle connection closed", func() bool { return closed.Load() == 1 })
 }

@@ -1,18 +1,17 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 
+	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/router"
-	"github.com/edgeway/edgeway/routes/rule"
 )
 
 // multiFlag collects a repeatable string flag.
@@ -58,6 +57,11 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
+	q, err := a.query()
+	if err != nil {
+		fmt.Fprintf(stderr, "edgeway: %v\n", err)
+		return 2
+	}
 	cfg, err := conf.Load(a.file)
 	if err != nil {
 		printLoadError(stderr, err)
@@ -68,110 +72,45 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "edgeway: %v\n", err)
 		return 2
 	}
-	ip, err := parseClientIP(a.clientIP)
-	if err != nil {
+	e, err := explain(cfg, snap, q)
+	return printExplanation(e, err, stdout, stderr)
+}
+
+// query turns the command line into the question explain answers.
+func (a *explainArgs) query() (admin.ExplainQuery, error) {
+	q := admin.ExplainQuery{Headers: a.headers, ClientIP: a.clientIP, Listener: a.listener, SNI: a.sni, ALPN: a.alpn}
+	switch {
+	case a.sni != "" && len(a.positional) != 0:
+		return q, errors.New("explain --sni takes no METHOD or URL")
+	case a.sni == "" && len(a.positional) != 2:
+		return q, errors.New("explain needs METHOD and URL (or --sni NAME)")
+	case a.sni == "":
+		q.Method, q.URL = a.positional[0], a.positional[1]
+	}
+	return q, nil
+}
+
+// printExplanation prints explain's answer and returns the exit code: 0
+// for a route, 1 for none (or a path refused before routing), 2 for a
+// question that cannot be answered.
+func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) int {
+	switch {
+	case errors.Is(err, admin.ErrNoRoute):
+		fmt.Fprintln(stdout, "no route")
+		return 1
+	case errors.Is(err, errRejectedPath):
+		fmt.Fprintln(stdout, errRejectedPath.Message)
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "edgeway: %v\n", err)
 		return 2
+	case e.Kind == "tcp":
+		fmt.Fprintf(stdout, "tcp route %s -> upstream %s\n", e.Route, e.Upstream)
+	case e.Upstream == "":
+		fmt.Fprintf(stdout, "route %s -> answered by the route (respond/redirect)\n", e.Route)
+	default:
+		fmt.Fprintf(stdout, "route %s -> upstream %s\n", e.Route, e.Upstream)
 	}
-	if a.sni != "" {
-		return explainTCP(a, cfg, snap, ip, stdout, stderr)
-	}
-	return explainHTTP(a, cfg, snap, ip, stdout, stderr)
-}
-
-func parseClientIP(s string) (netip.Addr, error) {
-	if s == "" {
-		return netip.Addr{}, nil
-	}
-	ip, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("bad --client-ip: %w", err)
-	}
-	return ip, nil
-}
-
-func explainTCP(a *explainArgs, cfg *conf.Config, snap *router.Snapshot, ip netip.Addr, stdout, stderr io.Writer) int {
-	if len(a.positional) != 0 {
-		fmt.Fprintln(stderr, "edgeway: explain --sni takes no METHOD or URL")
-		return 2
-	}
-	hello := &rule.TCPHello{SNI: strings.ToLower(strings.TrimSpace(a.sni)), ALPN: a.alpn, ClientIP: ip}
-	name := a.listener
-	if name == "" && len(cfg.Listeners) > 0 {
-		name = cfg.Listeners[0].Name
-	}
-	route, up, ok := snap.MatchTCP(name, hello)
-	if !ok {
-		fmt.Fprintln(stdout, "no route")
-		return 1
-	}
-	fmt.Fprintf(stdout, "tcp route %s -> upstream %s\n", route, up)
-	return 0
-}
-
-func explainHTTP(a *explainArgs, cfg *conf.Config, snap *router.Snapshot, ip netip.Addr, stdout, stderr io.Writer) int {
-	if len(a.positional) != 2 {
-		fmt.Fprintln(stderr, "edgeway: explain needs METHOD and URL (or --sni NAME)")
-		return 2
-	}
-	u, err := url.Parse(a.positional[1])
-	if err != nil || u.Host == "" {
-		fmt.Fprintf(stderr, "edgeway: bad URL %q: want an absolute URL such as http://example.com/path\n", a.positional[1])
-		return 2
-	}
-	h := http.Header{}
-	for _, line := range a.headers {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			fmt.Fprintf(stderr, "edgeway: bad header %q: want 'Name: value'\n", line)
-			return 2
-		}
-		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	authority := u.Host
-	if hv := h.Get("Host"); hv != "" {
-		authority = hv
-		h.Del("Host")
-	}
-	lis := pickListener(cfg, a.listener, u)
-	if lis == nil && a.listener != "" {
-		fmt.Fprintf(stderr, "edgeway: no listener named %q\n", a.listener)
-		return 2
-	}
-	req := &rule.HTTPRequest{
-		Method:   a.positional[0],
-		Host:     rule.CanonicalHost(authority),
-		RawQuery: rule.NormalizeQuery(u.RawQuery),
-		Header:   h,
-		ClientIP: ip,
-	}
-	req.Path = rule.RoutingPath(u.EscapedPath())
-	if lis == nil || lis.Normalize {
-		_, routing, ok := rule.NormalizePath(u.EscapedPath())
-		if !ok {
-			fmt.Fprintln(stdout, "bad request: the path would be answered 400")
-			return 1
-		}
-		req.Path = routing
-	}
-	name := ""
-	if lis != nil {
-		name = lis.Name
-	}
-	return printHTTPMatch(snap, name, req, stdout)
-}
-
-func printHTTPMatch(snap *router.Snapshot, listener string, req *rule.HTTPRequest, stdout io.Writer) int {
-	route, up, ok := snap.MatchHTTP(listener, req)
-	if !ok {
-		fmt.Fprintln(stdout, "no route")
-		return 1
-	}
-	if up == "" {
-		fmt.Fprintf(stdout, "route %s -> answered by the route (respond/redirect)\n", route)
-		return 0
-	}
-	fmt.Fprintf(stdout, "route %s -> upstream %s\n", route, up)
 	return 0
 }
 

@@ -8,17 +8,20 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
+	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/router"
 )
 
-// cmdRun serves the configuration until SIGTERM or SIGINT; SIGHUP reloads
-// the route files.
+// cmdRun serves the configuration until SIGTERM or SIGINT; SIGHUP (and a
+// change to the files, and POST /api/reload) reloads the route files,
+// SIGUSR1 reopens the log files.
 func cmdRun(args []string, stderr io.Writer) int {
 	file, cfg, code := loadFromFlags("run", args, stderr)
 	if cfg == nil {
@@ -34,24 +37,15 @@ func cmdRun(args []string, stderr io.Writer) int {
 		logs.log.Warn("configuration warning", "at", w.String())
 	}
 	engine.ApplyRuntime(cfg.Runtime)
-	d := &daemon{file: file, cfg: cfg, log: logs.log}
+	d := newDaemon(file, cfg, logs)
 	// Watch from right after the load, so that an edit made while the
 	// listeners bind is not missed; SIGHUP still works when this fails.
 	ctx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
-	if w, err := conf.NewWatcher(file, conf.WatchOptions{Log: logs.log}); err != nil {
-		logs.log.Warn("not watching the configuration files; reload with SIGHUP", "err", err)
-	} else {
-		d.changed = make(chan struct{}, 1)
-		go w.Run(ctx, func() {
-			select {
-			case d.changed <- struct{}{}: // wait() reloads, so reloads never overlap
-			default: // one is already pending
-			}
-		})
-	}
+	d.watch(ctx)
 	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access})
 	defer d.router.Close()
+	defer d.stopAdmin()
 	if err := d.start(); err != nil {
 		logs.log.Error("start failed", "err", err)
 		return 1
@@ -59,24 +53,65 @@ func cmdRun(args []string, stderr io.Writer) int {
 	return d.wait()
 }
 
-// daemon is one running edgeway: its live configuration, router and
-// listeners.
+// daemon is one running edgeway: its live configuration, router,
+// listeners and admin server. Only the goroutine running wait changes it;
+// the admin server reads it through live.
 type daemon struct {
 	file    string
-	cfg     *conf.Config
+	cfg     *conf.Config // the live configuration, as wait's goroutine sees it
 	log     *slog.Logger
+	logs    *loggers
 	router  *router.Router
 	servers []*listeners.Server
 	bound   []conf.Listener // listeners as bound at start; reload cannot change them
 	errc    chan error
 	changed chan struct{} // the configuration files changed; nil when not watching
+
+	admin      *admin.Server // nil without an admin block
+	metrics    *admin.Metrics
+	live       atomic.Pointer[liveConfig]
+	generation int
+	lastReload atomic.Pointer[admin.ReloadResult]
+	reloads    chan reloadRequest // POST /api/reload, served by wait
+	stopping   chan struct{}      // closed when shutdown begins
 }
 
-// start applies the configuration and binds every listener before serving
-// any, so that a bad address fails the start as a whole.
+func newDaemon(file string, cfg *conf.Config, logs *loggers) *daemon {
+	return &daemon{
+		file: file, cfg: cfg, log: logs.log, logs: logs,
+		metrics:  admin.NewMetrics(version),
+		reloads:  make(chan reloadRequest),
+		stopping: make(chan struct{}),
+	}
+}
+
+// watch starts watching the configuration files; a change makes wait
+// reload.
+func (d *daemon) watch(ctx context.Context) {
+	w, err := conf.NewWatcher(d.file, conf.WatchOptions{Log: d.log})
+	if err != nil {
+		d.log.Warn("not watching the configuration files; reload with SIGHUP", "err", err)
+		return
+	}
+	d.changed = make(chan struct{}, 1)
+	go w.Run(ctx, func() {
+		select {
+		case d.changed <- struct{}{}: // wait() reloads, so reloads never overlap
+		default: // one is already pending
+		}
+	})
+}
+
+// start applies the configuration, starts the admin server and binds
+// every listener before serving any, so that a bad address fails the
+// start as a whole. /readyz turns 200 once all of that is done.
 func (d *daemon) start() error {
 	if err := d.router.Apply(d.cfg); err != nil {
 		return fmt.Errorf("applying configuration: %w", err)
+	}
+	d.setLive(d.cfg)
+	if err := d.startAdmin(); err != nil {
+		return err
 	}
 	for _, lc := range d.cfg.Listeners {
 		s, err := listeners.Listen(lc, d.router.Proxy(lc.Name), d.log)
@@ -92,6 +127,9 @@ func (d *daemon) start() error {
 		d.log.Info("listening", "listener", d.cfg.Listeners[i].Name, "addr", s.Addr().String())
 		go func() { d.errc <- s.Serve() }()
 	}
+	if d.admin != nil {
+		d.admin.SetReady()
+	}
 	return nil
 }
 
@@ -103,28 +141,78 @@ func (d *daemon) closeAll() {
 	}
 }
 
-// wait handles signals until the daemon stops and returns the exit code.
+// wait handles signals, file changes and API reloads until the daemon
+// stops, and returns the exit code.
 func (d *daemon) wait() int {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 	for {
 		select {
 		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				d.reload()
-				continue
+			switch sig {
+			case syscall.SIGHUP:
+				d.reload("signal")
+			case syscall.SIGUSR1:
+				d.reopenLogs()
+			default:
+				return d.stop(sig, sigs)
 			}
-			d.log.Info("shutting down", "signal", sig.String(), "grace", d.cfg.ShutdownGrace.String())
-			return d.shutdown()
 		case <-d.changed:
 			d.log.Info("configuration files changed; reloading")
-			d.reload()
+			d.reload("watch")
+		case req := <-d.reloads:
+			req.done <- d.reload("api")
 		case err := <-d.errc:
 			if err != nil {
 				d.log.Error("listener failed", "err", err)
+				close(d.stopping)
 				d.shutdown()
 				return 1
+			}
+		}
+	}
+}
+
+func (d *daemon) reopenLogs() {
+	if err := d.logs.reopen(); err != nil {
+		d.log.Error("reopening log files", "err", err)
+		return
+	}
+	d.log.Info("log files reopened")
+}
+
+// stop shuts down on sig: /readyz turns 503 at once, traffic is served
+// for ShutdownDelay (a second SIGTERM or SIGINT cuts it short), then the
+// listeners drain within ShutdownGrace.
+func (d *daemon) stop(sig os.Signal, sigs <-chan os.Signal) int {
+	close(d.stopping)
+	if d.admin != nil {
+		d.admin.SetDraining()
+	}
+	d.log.Info("shutting down", "signal", sig.String(), "delay", d.cfg.ShutdownDelay.String(), "grace", d.cfg.ShutdownGrace.String())
+	if d.cfg.ShutdownDelay > 0 {
+		d.delay(sigs)
+	}
+	return d.shutdown()
+}
+
+// delay serves on for ShutdownDelay, so that the load balancer sees
+// /readyz fail and stops sending before the listeners close.
+func (d *daemon) delay(sigs <-chan os.Signal) {
+	t := time.NewTimer(d.cfg.ShutdownDelay)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGUSR1:
+				d.reopenLogs()
+			case syscall.SIGTERM, syscall.SIGINT:
+				d.log.Info("shutdown delay cut short", "signal", sig.String())
+				return
 			}
 		}
 	}
@@ -148,71 +236,4 @@ func (d *daemon) shutdown() int {
 	}
 	d.log.Info("stopped")
 	return code
-}
-
-// reload re-reads the configuration files; only a configuration that loads
-// and validates whole replaces the live routes. Listener changes need a
-// restart and are reported, not applied.
-func (d *daemon) reload() {
-	cfg, err := conf.Load(d.file)
-	if err != nil {
-		var list *conf.ErrorList
-		if errors.As(err, &list) {
-			for _, diag := range list.Diagnostics() {
-				d.log.Error("reload refused; old routes stay live", "at", diag.String())
-			}
-		} else {
-			d.log.Error("reload refused; old routes stay live", "err", err)
-		}
-		return
-	}
-	if err := listenersChanged(d.bound, cfg.Listeners); err != nil {
-		d.log.Error("reload refused; old routes stay live", "err", err)
-		return
-	}
-	if !sameSockets(d.bound, cfg.Listeners) {
-		d.log.Warn("listener socket settings changed (timeouts, limits, socket options); they take effect on restart, routes are reloaded now")
-	}
-	for _, w := range cfg.Warnings {
-		d.log.Warn("configuration warning", "at", w.String())
-	}
-	if err := d.router.Apply(cfg); err != nil {
-		d.log.Error("reload refused; old routes stay live", "err", err)
-		return
-	}
-	d.cfg = cfg
-	d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams))
-}
-
-// listenersChanged reports an error when next adds, removes or renames a
-// listener or moves one to another address or protocol set: bound sockets
-// cannot follow such a change without a restart.
-func listenersChanged(bound, next []conf.Listener) error {
-	if len(bound) != len(next) {
-		return fmt.Errorf("the configuration has %d listeners, %d are bound: listener changes need a restart", len(next), len(bound))
-	}
-	for i, b := range bound {
-		n := next[i]
-		if b.Name != n.Name || b.Addr != n.Addr || !slices.Equal(b.Protocols, n.Protocols) {
-			return fmt.Errorf("listener %s (%s %v) became %s (%s %v): listener changes need a restart",
-				b.Name, b.Addr, b.Protocols, n.Name, n.Addr, n.Protocols)
-		}
-	}
-	return nil
-}
-
-// sameSockets reports whether the settings fixed when a listener's socket
-// and server were made are unchanged. The others (trusted_proxies,
-// normalize, not_found_body, max_body_bytes) belong to the routing table
-// and follow a reload.
-func sameSockets(bound, next []conf.Listener) bool {
-	for i, b := range bound {
-		n := next[i]
-		if b.ReadHeaderTimeout != n.ReadHeaderTimeout || b.IdleTimeout != n.IdleTimeout ||
-			b.MaxHeaderBytes != n.MaxHeaderBytes || b.MaxConns != n.MaxConns || b.Backlog != n.Backlog ||
-			b.ReusePort != n.ReusePort || b.NoDelay != n.NoDelay {
-			return false
-		}
-	}
-	return true
 }

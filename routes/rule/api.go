@@ -46,10 +46,14 @@ type Rule struct {
 // Parse parses and compiles text as a rule of the given kind. A non-nil
 // error is always an *Error.
 func Parse(kind Kind, text string) (*Rule, error) {
+	return parse(kind, text, nil)
+}
+
+func parse(kind Kind, text string, cache *Cache) (*Rule, error) {
 	if kind != HTTP && kind != TCP {
 		return nil, &Error{Msg: fmt.Sprintf("unknown rule kind %d", int(kind))}
 	}
-	p := parser{kind: kind, text: text}
+	p := parser{kind: kind, text: text, cache: cache}
 	tree, err := p.parse()
 	if err != nil {
 		return nil, err

@@ -73,11 +73,11 @@ func afterFirstLabel(domain string) string {
 	return ""
 }
 
-func buildHostRegexp(_ *parser, a []arg) (httpFn, *Error) {
+func buildHostRegexp(p *parser, a []arg) (httpFn, *Error) {
 	if !isASCII(a[0].val) {
 		return nil, &Error{Offset: a[0].off, Msg: "HostRegexp value " + quote(a[0].val) + " has non-ASCII characters; use punycode (xn--...)"}
 	}
-	re, err := compileRE("HostRegexp", a[0])
+	re, err := p.compileRE("HostRegexp", a[0])
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +107,8 @@ func buildPathPrefix(_ *parser, a []arg) (httpFn, *Error) {
 	return func(r *HTTPRequest) bool { return strings.HasPrefix(r.Path, v) }, nil
 }
 
-func buildPathRegexp(_ *parser, a []arg) (httpFn, *Error) {
-	re, err := compileRE("PathRegexp", a[0])
+func buildPathRegexp(p *parser, a []arg) (httpFn, *Error) {
+	re, err := p.compileRE("PathRegexp", a[0])
 	if err != nil {
 		return nil, err
 	}
@@ -141,9 +141,9 @@ func buildHeader(_ *parser, a []arg) (httpFn, *Error) {
 	}, nil
 }
 
-func buildHeaderRegexp(_ *parser, a []arg) (httpFn, *Error) {
+func buildHeaderRegexp(p *parser, a []arg) (httpFn, *Error) {
 	key := textproto.CanonicalMIMEHeaderKey(a[0].val)
-	re, err := compileRE("HeaderRegexp", a[1])
+	re, err := p.compileRE("HeaderRegexp", a[1])
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func buildQueryRegexp(p *parser, a []arg) (httpFn, *Error) {
 	if len(a) == 1 { // QueryRegexp(k) is Query(k): an empty value
 		return buildQuery(p, a)
 	}
-	re, err := compileRE("QueryRegexp", a[1])
+	re, err := p.compileRE("QueryRegexp", a[1])
 	if err != nil {
 		return nil, err
 	}

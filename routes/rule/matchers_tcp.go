@@ -41,11 +41,11 @@ func validSNIPattern(h string) bool {
 	return true
 }
 
-func buildHostSNIRegexp(_ *parser, a []arg) (tcpFn, *Error) {
+func buildHostSNIRegexp(p *parser, a []arg) (tcpFn, *Error) {
 	if !isASCII(a[0].val) {
 		return nil, &Error{Offset: a[0].off, Msg: "HostSNIRegexp value " + quote(a[0].val) + " has non-ASCII characters; use punycode (xn--...)"}
 	}
-	re, err := compileRE("HostSNIRegexp", a[0])
+	re, err := p.compileRE("HostSNIRegexp", a[0])
 	if err != nil {
 		return nil, err
 	}

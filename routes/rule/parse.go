@@ -42,6 +42,7 @@ type leaf struct {
 type parser struct {
 	kind     Kind
 	text     string
+	cache    *Cache // nil: compile every regexp
 	fset     *token.FileSet
 	warnings []*Error
 }

@@ -16,8 +16,16 @@ type matchRE struct {
 	lit string // substring every match contains; "" when none is known
 }
 
-// compileRE compiles the regexp argument a of matcher name.
-func compileRE(name string, a arg) (*matchRE, *Error) {
+// compileRE compiles the regexp argument a of matcher name, through the
+// parser's cache when it has one.
+func (p *parser) compileRE(name string, a arg) (*matchRE, *Error) {
+	if p.cache != nil {
+		return p.cache.regexp(name, a)
+	}
+	return newMatchRE(name, a)
+}
+
+func newMatchRE(name string, a arg) (*matchRE, *Error) {
 	re, err := regexp.Compile(a.val)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")

@@ -1,7 +1,3 @@
-// Package balance holds the balancing algorithms of upstream pools, one per
-// file. They see servers only as indexes and weights, so health, outlier
-// ejection and breakers can exclude a server without the algorithm knowing
-// why; they are not safe for concurrent use and the pool serialises them.
 package balance
 
 // SWRR is nginx's smooth weighted round robin
@@ -9,45 +5,31 @@ package balance
 // value grows by its weight, the largest current wins and loses the total
 // weight of the eligible servers. Weights {5,1,1} give a a b a c a a: the
 // heavy server's turns are spread out instead of bunched. A server with
-// weight 0 is never picked.
+// weight 0 is never picked. The weights are read at each pick, so runtime
+// weights, slow start and health take effect at once. A pick costs O(n).
 type SWRR struct {
-	weight  []int
 	current []int
 }
 
-// NewSWRR returns a balancer over len(weights) servers. Negative weights are
-// treated as 0.
-func NewSWRR(weights []int) *SWRR {
-	s := &SWRR{weight: make([]int, len(weights)), current: make([]int, len(weights))}
-	for i, w := range weights {
-		s.weight[i] = max(w, 0)
-	}
-	return s
-}
+// NewSWRR returns a round robin over n servers.
+func NewSWRR(n int) *SWRR { return &SWRR{current: make([]int, n)} }
 
-// Len is the number of servers.
-func (s *SWRR) Len() int { return len(s.weight) }
-
-// SetWeight changes the weight of server i (for runtime weights). Its
-// current value is kept, so the sequence stays smooth.
-func (s *SWRR) SetWeight(i, w int) { s.weight[i] = max(w, 0) }
-
-// Next returns the index of the next server, or -1 when no server has a
-// positive weight among those eligible accepts. A nil eligible accepts all.
-func (s *SWRR) Next(eligible func(i int) bool) int {
+// Next returns the index of the next server, or -1.
+func (r *SWRR) Next(s Servers, _ uint64) int {
 	best, total := -1, 0
-	for i, w := range s.weight {
-		if w == 0 || (eligible != nil && !eligible(i)) {
+	for i := range r.current {
+		w := s.Weight(i)
+		if w <= 0 {
 			continue
 		}
-		s.current[i] += w
+		r.current[i] += w
 		total += w
-		if best < 0 || s.current[i] > s.current[best] {
+		if best < 0 || r.current[i] > r.current[best] {
 			best = i
 		}
 	}
 	if best >= 0 {
-		s.current[best] -= total
+		r.current[best] -= total
 	}
 	return best
 }

@@ -1,0 +1,129 @@
+package admin
+
+import (
+	"context"
+	"time"
+)
+
+// The daemon implements these interfaces; the admin server reads its
+// state through them only. Each must be safe for concurrent use.
+
+// Reloader reloads the configuration files the way SIGHUP does. Reload
+// blocks until the reload has run or ctx ends; reloads never overlap. The
+// error is for a reload that could not run at all (edgeway is stopping,
+// ctx ended); a configuration that is refused is a ReloadResult with OK
+// false.
+type Reloader interface {
+	Reload(ctx context.Context) (ReloadResult, error)
+}
+
+// RouteLister lists the routes of the live table.
+type RouteLister interface {
+	Routes() []Route
+}
+
+// Explainer tells which live route would serve a request or a TLS
+// connection. It returns ErrNoRoute when none would, and an *Error with
+// status 400 for a question it cannot read.
+type Explainer interface {
+	Explain(q ExplainQuery) (Explanation, error)
+}
+
+// ConfigInfo describes the live configuration and the last reload.
+type ConfigInfo interface {
+	ConfigStatus() ConfigStatus
+}
+
+// Route is one compiled route, as GET /api/routes lists it.
+type Route struct {
+	Name string `json:"name"`
+	// Kind is "http" or "tcp".
+	Kind     string `json:"kind"`
+	Rule     string `json:"rule"`
+	Priority int    `json:"priority"`
+	// Listeners are the listeners the route serves (every listener when
+	// the route names none).
+	Listeners []string `json:"listeners"`
+	// Upstream is the pool requests go to; empty when the route answers
+	// itself (respond, redirect).
+	Upstream string `json:"upstream,omitempty"`
+	// Middlewares lists the kinds of the route's middlewares in order.
+	Middlewares []string `json:"middlewares"`
+	// Source is where the route is defined: file:line:col.
+	Source string `json:"source"`
+}
+
+// ExplainQuery is one question for GET /api/explain: an HTTP request
+// (Method, URL, Headers) or, when SNI is set, a TLS connection (SNI, ALPN).
+type ExplainQuery struct {
+	Method string
+	URL    string
+	// Headers are "Name: value" lines; a Host header overrides the URL's.
+	Headers []string
+	// ClientIP is the address the request or connection comes from.
+	ClientIP string
+	// Listener names the listener; empty picks it by the URL's port.
+	Listener string
+	SNI      string
+	ALPN     []string
+}
+
+// Explanation is the route that would serve an ExplainQuery.
+type Explanation struct {
+	// Kind is "http" or "tcp".
+	Kind     string `json:"kind"`
+	Listener string `json:"listener,omitempty"`
+	Route    string `json:"route"`
+	// Upstream is empty when the route answers itself.
+	Upstream string `json:"upstream,omitempty"`
+	// Rule is the text of the rule that matched.
+	Rule     string `json:"rule"`
+	Priority int    `json:"priority"`
+	Source   string `json:"source"`
+}
+
+// ConfigStatus is GET /api/config.
+type ConfigStatus struct {
+	// Version is edgeway's version.
+	Version string `json:"version"`
+	// Generation counts the configurations made live: 1 for the one
+	// loaded at start, one more for each applied reload.
+	Generation int `json:"generation"`
+	// Hash identifies the live files (ConfigHash of Files).
+	Hash     string    `json:"hash"`
+	LoadedAt time.Time `json:"loaded_at"`
+	Files    []File    `json:"files"`
+	// LastReload is the last reload tried, applied or refused; nil when
+	// none was tried since start.
+	LastReload *ReloadResult `json:"last_reload"`
+}
+
+// File is one configuration file and the SHA-256 of the bytes loaded.
+type File struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// ReloadResult is the outcome of one reload.
+type ReloadResult struct {
+	OK bool `json:"ok"`
+	// Error sums up a refused reload; empty when OK.
+	Error string `json:"error,omitempty"`
+	// Errors are every problem found, each with file:line:col when it
+	// has one.
+	Errors []ReloadError `json:"errors,omitempty"`
+	// Trigger is what asked for it: "signal", "watch" or "api".
+	Trigger  string    `json:"trigger"`
+	Time     time.Time `json:"time"`
+	Duration float64   `json:"duration_seconds"`
+	// Generation is the live configuration's after the reload.
+	Generation int `json:"generation"`
+}
+
+// ReloadError is one problem that refused a reload.
+type ReloadError struct {
+	// At is file:line:col; empty for an error of the whole configuration
+	// (a listener change that needs a restart).
+	At      string `json:"at,omitempty"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/edgeway/edgeway/admin"
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/router"
+	"github.com/edgeway/edgeway/routes/rule"
+)
+
+// errRejectedPath answers an explain question whose path the listener
+// would refuse before routing.
+var errRejectedPath = &admin.Error{Status: http.StatusUnprocessableEntity, Message: "bad request: the path would be answered 400"}
+
+// explain answers q on snap, a table compiled from cfg: the route that
+// would serve the request (or, when q.SNI is set, the TLS connection).
+// `edgeway explain` and GET /api/explain both call it. Errors are
+// *admin.Error: 400 for a question it cannot read, admin.ErrNoRoute,
+// errRejectedPath.
+func explain(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery) (admin.Explanation, error) {
+	ip, err := parseClientIP(q.ClientIP)
+	if err != nil {
+		return admin.Explanation{}, err
+	}
+	if q.SNI != "" {
+		return explainTLS(cfg, snap, q, ip)
+	}
+	return explainRequest(cfg, snap, q, ip)
+}
+
+func parseClientIP(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, &admin.Error{Status: http.StatusBadRequest, Message: "bad client IP: " + err.Error(), Err: err}
+	}
+	return ip, nil
+}
+
+func explainTLS(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery, ip netip.Addr) (admin.Explanation, error) {
+	hello := &rule.TCPHello{SNI: strings.ToLower(strings.TrimSpace(q.SNI)), ALPN: q.ALPN, ClientIP: ip}
+	name := q.Listener
+	if name == "" && len(cfg.Listeners) > 0 {
+		name = cfg.Listeners[0].Name
+	}
+	route, up, ok := snap.MatchTCP(name, hello)
+	if !ok {
+		return admin.Explanation{}, admin.ErrNoRoute
+	}
+	e := admin.Explanation{Kind: "tcp", Listener: name, Route: route, Upstream: up}
+	for _, r := range cfg.TCPRoutes {
+		if r.Name == route {
+			e.Rule, e.Priority, e.Source = r.RuleText, r.Priority, r.Pos.String()
+		}
+	}
+	return e, nil
+}
+
+func explainRequest(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery, ip netip.Addr) (admin.Explanation, error) {
+	u, err := url.Parse(q.URL)
+	if err != nil || u.Host == "" {
+		return admin.Explanation{}, admin.Errorf(http.StatusBadRequest, "bad URL %q: want an absolute URL such as http://example.com/path", q.URL)
+	}
+	h, err := parseHeaders(q.Headers)
+	if err != nil {
+		return admin.Explanation{}, err
+	}
+	authority := u.Host
+	if hv := h.Get("Host"); hv != "" {
+		authority = hv
+		h.Del("Host")
+	}
+	lis := pickListener(cfg, q.Listener, u)
+	if lis == nil && q.Listener != "" {
+		return admin.Explanation{}, admin.Errorf(http.StatusBadRequest, "no listener named %q", q.Listener)
+	}
+	req := &rule.HTTPRequest{
+		Method:   q.Method,
+		Host:     rule.CanonicalHost(authority),
+		RawQuery: rule.NormalizeQuery(u.RawQuery),
+		Header:   h,
+		ClientIP: ip,
+		Path:     rule.RoutingPath(u.EscapedPath()),
+	}
+	if lis == nil || lis.Normalize {
+		_, routing, ok := rule.NormalizePath(u.EscapedPath())
+		if !ok {
+			return admin.Explanation{}, errRejectedPath
+		}
+		req.Path = routing
+	}
+	name := ""
+	if lis != nil {
+		name = lis.Name
+	}
+	return matchRequest(cfg, snap, name, req)
+}
+
+func parseHeaders(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, line := range lines {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, admin.Errorf(http.StatusBadRequest, "bad header %q: want 'Name: value'", line)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}
+
+func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req *rule.HTTPRequest) (admin.Explanation, error) {
+	route, up, ok := snap.MatchHTTP(listener, req)
+	if !ok {
+		return admin.Explanation{}, admin.ErrNoRoute
+	}
+	e := admin.Explanation{Kind: "http", Listener: listener, Route: route, Upstream: up}
+	for _, r := range cfg.Routes {
+		if r.Name == route {
+			e.Rule, e.Priority, e.Source = r.RuleText, r.Priority, r.Pos.String()
+		}
+	}
+	return e, nil
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/edgeway/edgeway/admin"
+	"github.com/edgeway/edgeway/conf"
+)
+
+// errStopping refuses an API reload once shutdown has begun.
+var errStopping = errors.New("edgeway is shutting down")
+
+// reloadRequest is a POST /api/reload waiting for wait's goroutine to run
+// it; done has room for the result.
+type reloadRequest struct {
+	done chan admin.ReloadResult
+}
+
+// Reload implements admin.Reloader: the reload runs on wait's goroutine,
+// as SIGHUP's and the file watcher's do, so reloads never overlap.
+func (d *daemon) Reload(ctx context.Context) (admin.ReloadResult, error) {
+	req := reloadRequest{done: make(chan admin.ReloadResult, 1)}
+	select {
+	case d.reloads <- req:
+	case <-d.stopping:
+		return admin.ReloadResult{}, errStopping
+	case <-ctx.Done():
+		return admin.ReloadResult{}, fmt.Errorf("waiting to reload: %w", ctx.Err())
+	}
+	select {
+	case res := <-req.done:
+		return res, nil
+	case <-ctx.Done(): // the reload goes on; its result is logged
+		return admin.ReloadResult{}, fmt.Errorf("waiting for the reload: %w", ctx.Err())
+	}
+}
+
+// reload re-reads the configuration files; only a configuration that loads
+// and validates whole replaces the live routes. Listener changes need a
+// restart and are reported, not applied. The result is logged, counted
+// and kept for GET /api/config.
+func (d *daemon) reload(trigger string) admin.ReloadResult {
+	start := time.Now()
+	res := admin.ReloadResult{Trigger: trigger, Time: start}
+	if cfg, errs := d.loadNext(); len(errs) > 0 {
+		res.Error = "reload refused; old configuration stays live"
+		res.Errors = errs
+		for _, e := range errs {
+			d.log.Error("reload refused; old routes stay live", "at", e.At, "err", e.Message)
+		}
+	} else {
+		res.OK = true
+		d.cfg = cfg
+		d.setLive(cfg)
+		d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams), "trigger", trigger)
+	}
+	res.Duration = time.Since(start).Seconds()
+	res.Generation = d.generation
+	d.metrics.ObserveReload(res)
+	d.lastReload.Store(&res)
+	return res
+}
+
+// loadNext loads the files and applies them to the router; it returns
+// every reason it refused them.
+func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
+	cfg, err := conf.Load(d.file)
+	if err != nil {
+		return nil, reloadErrors(err)
+	}
+	if err := listenersChanged(d.bound, cfg.Listeners); err != nil {
+		return nil, reloadErrors(err)
+	}
+	if !sameSockets(d.bound, cfg.Listeners) {
+		d.log.Warn("listener socket settings changed (timeouts, limits, socket options); they take effect on restart, routes are reloaded now")
+	}
+	if !reflect.DeepEqual(adminSettings(d.cfg.Admin), adminSettings(cfg.Admin)) || d.cfg.Log != cfg.Log {
+		d.log.Warn("admin or log settings changed; they take effect on restart, routes are reloaded now")
+	}
+	for _, w := range cfg.Warnings {
+		d.log.Warn("configuration warning", "at", w.String())
+	}
+	if err := d.router.Apply(cfg); err != nil {
+		return nil, reloadErrors(err)
+	}
+	return cfg, nil
+}
+
+// adminSettings is the part of the admin block fixed at start.
+func adminSettings(a *conf.Admin) [2]string {
+	if a == nil {
+		return [2]string{}
+	}
+	return [2]string{a.Listen, a.TokenFile}
+}
+
+// reloadErrors lists err's diagnostics, each with file:line:col, or err
+// itself when it has none.
+func reloadErrors(err error) []admin.ReloadError {
+	var list *conf.ErrorList
+	if !errors.As(err, &list) {
+		return []admin.ReloadError{{Message: err.Error()}}
+	}
+	out := make([]admin.ReloadError, 0, len(list.Diagnostics()))
+	for _, diag := range list.Diagnostics() {
+		at := diag.Pos.File
+		if diag.Pos.Line > 0 {
+			at = diag.Pos.String()
+		}
+		out = append(out, admin.ReloadError{At: at, Message: diag.Msg})
+	}
+	return out
+}
+
+// listenersChanged reports an error when next adds, removes or renames a
+// listener or moves one to another address or protocol set: bound sockets
+// cannot follow such a change without a restart.
+func listenersChanged(bound, next []conf.Listener) error {
+	if len(bound) != len(next) {
+		return fmt.Errorf("the configuration has %d listeners, %d are bound: listener changes need a restart", len(next), len(bound))
+	}
+	for i, b := range bound {
+		n := next[i]
+		if b.Name != n.Name || b.Addr != n.Addr || !slices.Equal(b.Protocols, n.Protocols) {
+			return fmt.Errorf("listener %s (%s %v) became %s (%s %v): listener changes need a restart",
+				b.Name, b.Addr, b.Protocols, n.Name, n.Addr, n.Protocols)
+		}
+	}
+	return nil
+}
+
+// sameSockets reports whether the settings fixed when a listener's socket
+// and server were made are unchanged. The others (trusted_proxies,
+// normalize, not_found_body, max_body_bytes) belong to the routing table
+// and follow a reload.
+func sameSockets(bound, next []conf.Listener) bool {
+	for i, b := range bound {
+		n := next[i]
+		if b.ReadHeaderTimeout != n.ReadHeaderTimeout || b.IdleTimeout != n.IdleTimeout ||
+			b.MaxHeaderBytes != n.MaxHeaderBytes || b.MaxConns != n.MaxConns || b.Backlog != n.Backlog ||
+			b.ReusePort != n.ReusePort || b.NoDelay != n.NoDelay {
+			return false
+		}
+	}
+	return true
+}

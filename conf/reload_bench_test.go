@@ -1,0 +1,48 @@
+package conf
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// writeBig writes a main file including a generated route file of n routes
+// and returns the main file's path.
+func writeBig(tb testing.TB, n int) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	testutil.WriteFiles(tb, dir, map[string]string{
+		"edgeway.conf":      "listen web { addr 127.0.0.1:0 }\ninclude \"routes/*.routes\"\n",
+		"routes/big.routes": testutil.RouteFile(testutil.RouteFileSpec{Routes: n, Pools: 50}),
+	})
+	return filepath.Join(dir, "edgeway.conf")
+}
+
+// BenchmarkLoad10k is the load stage of a reload: reading, parsing, the
+// directive handlers (rule parsing included) and validation.
+func BenchmarkLoad10k(b *testing.B) {
+	main := writeBig(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(main); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad10kCold is BenchmarkLoad10k with an empty rule cache, as at
+// start-up or when every rule changed: each load parses and compiles
+// every rule.
+func BenchmarkLoad10kCold(b *testing.B) {
+	main := writeBig(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 3 { // two generations unused: the cache is empty
+			rules.Sweep()
+		}
+		if _, err := Load(main); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

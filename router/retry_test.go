@@ -1,0 +1,105 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/edgeway/edgeway/conf"
+)
+
+// resetter reads a request and resets the connection without answering.
+func resetter(t testing.TB, n *atomic.Int32) string {
+	return rawServer(t, func(c net.Conn) {
+		http.ReadRequest(bufio.NewReader(c))
+		n.Add(1)
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	})
+}
+
+// status503 answers every request 503.
+func status503(t testing.TB, n *atomic.Int32) string {
+	s := proxyTarget(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	return s
+}
+
+func proxyTarget(t testing.TB, h http.Handler) string {
+	s := backend(t, "unused")
+	s.Config.Handler = h
+	return addr(s)
+}
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc   string
+		bad    func(testing.TB, *atomic.Int32) string
+		method string
+		retry  *conf.Retry
+		want   int // status of every request
+	}{
+		{desc: "connect failure retried", bad: func(t testing.TB, _ *atomic.Int32) string { return closedAddr(t) }, method: "GET", want: 200},
+		{desc: "connect failure retried for POST", bad: func(t testing.TB, _ *atomic.Int32) string { return closedAddr(t) }, method: "POST", want: 200},
+		{desc: "reset retried for GET", bad: resetter, method: "GET", want: 200},
+		{desc: "reset not retried for POST", bad: resetter, method: "POST", want: 502},
+		{desc: "503 retried when asked", bad: status503, method: "GET", want: 200,
+			retry: &conf.Retry{Attempts: 1, Statuses: []int{503}, Budget: 20, MinConcurrent: 3}},
+		{desc: "503 passed on by default", bad: status503, method: "GET", want: 503},
+		{desc: "retries off", bad: func(t testing.TB, _ *atomic.Int32) string { return closedAddr(t) }, method: "GET", want: 502,
+			retry: &conf.Retry{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			var badHits atomic.Int32
+			good := backend(t, "good")
+			u := testUpstream("u", []string{tc.bad(t, &badHits), addr(good)})
+			u.Retry = conf.DefaultRetry()
+			if tc.retry != nil {
+				u.Retry = *tc.retry
+			}
+			cfg := &conf.Config{
+				Listeners: []conf.Listener{testListener()},
+				Upstreams: []conf.Upstream{u},
+				Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
+			}
+			_, fe := front(t, cfg, Options{})
+			// Round robin starts with the bad server: every other request
+			// meets it first.
+			for i := range 4 {
+				resp, _ := do(t, nil, newReq(t, tc.method, fe.URL+"/"))
+				if i%2 == 0 && resp.StatusCode != tc.want {
+					t.Errorf("request %d: status %d, want %d", i, resp.StatusCode, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestMaxRequests(t *testing.T) {
+	t.Parallel()
+	upAddr, arrived := hangSignal(t)
+	u := testUpstream("u", []string{upAddr})
+	u.MaxRequests = 1
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{u},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
+	}
+	_, fe := front(t, cfg, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()                                                              // ends the held request before the servers close
+	go http.DefaultClient.Do(newReq(t, "GET", fe.URL+"/hang").WithContext(ctx)) // holds the only place
+	<-arrived
+	resp, _ := do(t, nil, newReq(t, "GET", fe.URL+"/"))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d over max_requests, want 503", resp.StatusCode)
+	}
+}

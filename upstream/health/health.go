@@ -1,0 +1,94 @@
+// Package health runs active health checks: an HTTP request or a TCP
+// connection per server on a jittered interval, whatever the traffic.
+// Checks use their own connections (a net.Dialer and a minimal HTTP/1.1
+// exchange), never the proxy's pool, so a check sees what a new
+// connection would and cannot take an idle connection from a request.
+// A check costs one connection and a goroutine per server while it runs;
+// between checks a server's loop holds one timer.
+package health
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/edgeway/edgeway/conf"
+)
+
+// Result is the outcome of one check.
+type Result struct {
+	OK bool
+	// Reason says what failed ("connect: connection refused", "status 503
+	// (expected 200-399)"), or what passed ("status 200").
+	Reason  string
+	Latency time.Duration
+}
+
+// Checker checks one server. Check must return by ctx's deadline.
+type Checker interface {
+	Check(ctx context.Context, addr string) Result
+}
+
+// New returns the checker cfg describes: TCP for type tcp, else HTTP.
+func New(cfg conf.HealthCheck) Checker {
+	if cfg.Type == "tcp" {
+		return TCP{}
+	}
+	return NewHTTP(cfg)
+}
+
+// Rand is a source of uniformly random 64-bit numbers
+// (math/rand/v2.Uint64; tests inject a seeded one).
+type Rand func() uint64
+
+// Run calls check at once and then every interval, lengthened or
+// shortened at random by up to jitter percent, until ctx ends. A panic in
+// check is recovered, reported to onPanic and the loop goes on.
+func Run(ctx context.Context, interval time.Duration, jitter int, rnd Rand, check func(context.Context), onPanic func(any)) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		safely(ctx, check, onPanic)
+		t.Reset(Next(interval, jitter, rnd))
+	}
+}
+
+func safely(ctx context.Context, check func(context.Context), onPanic func(any)) {
+	defer func() {
+		if r := recover(); r != nil {
+			onPanic(r)
+		}
+	}()
+	check(ctx)
+}
+
+// Next is interval with up to jitter percent added or taken at random.
+func Next(interval time.Duration, jitter int, rnd Rand) time.Duration {
+	if jitter <= 0 || interval <= 0 {
+		return interval
+	}
+	span := uint64(interval) * uint64(jitter) / 100
+	if span == 0 {
+		return interval
+	}
+	return interval - time.Duration(span) + time.Duration(rnd()%(2*span+1))
+}
+
+// CheckTimeout runs c against addr with a timeout, stamping the latency
+// and naming a timeout as such.
+func CheckTimeout(ctx context.Context, c Checker, addr string, timeout time.Duration) Result {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	r := c.Check(ctx, addr)
+	r.Latency = time.Since(start)
+	if !r.OK && (ctx.Err() == context.DeadlineExceeded || r.Latency >= timeout) {
+		r.Reason = fmt.Sprintf("timeout after %v (%s)", timeout, r.Reason)
+	}
+	return r
+}
