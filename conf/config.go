@@ -142,7 +142,12 @@ type Admin struct {
 	// send. Required; relative paths are taken from the working
 	// directory. The file must not be readable by group or others.
 	TokenFile string
-	Pos       Pos
+	// StateDir is where runtime changes made through the admin API (the
+	// upstream server overrides) are kept, so that they survive a restart.
+	// Default "": they live in memory only and survive reloads, not
+	// restarts.
+	StateDir string
+	Pos      Pos
 }
 
 // Log configures logging.

@@ -218,6 +218,7 @@ var adminTable = table[*Admin]{
 		}
 	},
 	"token_file": func(b *builder, a *Admin, d *routes.Directive) { a.TokenFile = b.path(d) },
+	"state_dir":  func(b *builder, a *Admin, d *routes.Directive) { a.StateDir = b.path(d) },
 }
 
 var logTable = table[*Log]{

@@ -102,6 +102,9 @@ func (r *Router) releaseLater() {
 	r.release.Reset(releaseDelay)
 }
 
+// Pools returns the live upstream pools by name (for the admin API).
+func (r *Router) Pools() map[string]*upstream.Pool { return r.set.Pools() }
+
 // Snapshot returns the live table.
 func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
 

@@ -80,6 +80,7 @@ var vocabulary = map[BlockKind][]Spec{
 	AdminBlock: {
 		{Name: "listen", Usage: "ADDR", Min: 1, Max: 1},
 		{Name: "token_file", Usage: "PATH", Min: 1, Max: 1},
+		{Name: "state_dir", Usage: "PATH", Min: 1, Max: 1},
 	},
 	LogBlock: {
 		{Name: "access", Usage: "on|off", Min: 1, Max: 1},

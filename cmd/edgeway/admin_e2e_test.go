@@ -36,21 +36,27 @@ type adminEdgeway struct {
 // block on a free port with a token file, mainExtra and route files.
 func startAdmin(t *testing.T, mainExtra string, files map[string]string) *adminEdgeway {
 	t.Helper()
+	return startAdminIn(t, t.TempDir(), "", mainExtra, files)
+}
+
+// startAdminIn is startAdmin in dir, with adminExtra inside the admin
+// block.
+func startAdminIn(t *testing.T, dir, adminExtra, mainExtra string, files map[string]string) *adminEdgeway {
+	t.Helper()
 	testutil.RequireCurl(t)
-	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "admin.token")
 	if err := os.WriteFile(tokenFile, []byte(e2eToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	main := fmt.Sprintf(`
-admin { listen 127.0.0.1:0; token_file %q }
+admin { listen 127.0.0.1:0; token_file %q; %s }
 listen web {
   addr 127.0.0.1:0
   read_header_timeout 2s
 }
 %s
 include "routes/*.routes"
-`, tokenFile, mainExtra)
+`, tokenFile, adminExtra, mainExtra)
 	all := map[string]string{"edgeway.conf": main}
 	for k, v := range files {
 		all[filepath.Join("routes", k)] = v

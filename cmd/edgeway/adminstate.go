@@ -50,6 +50,7 @@ func (d *daemon) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}
+	d.registerUpstreamAPI(srv)
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}

@@ -43,7 +43,12 @@ func cmdRun(args []string, stderr io.Writer) int {
 	ctx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	d.watch(ctx)
-	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access})
+	traffic := router.NewMetrics()
+	if err := d.metrics.Register(traffic); err != nil {
+		logs.log.Error("start failed", "err", err)
+		return 1
+	}
+	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic})
 	defer d.router.Close()
 	defer d.stopAdmin()
 	if err := d.start(); err != nil {
@@ -110,6 +115,7 @@ func (d *daemon) start() error {
 		return fmt.Errorf("applying configuration: %w", err)
 	}
 	d.setLive(d.cfg)
+	d.replayOverrides()
 	if err := d.startAdmin(); err != nil {
 		return err
 	}
@@ -125,6 +131,7 @@ func (d *daemon) start() error {
 	d.errc = make(chan error, len(d.servers))
 	for i, s := range d.servers {
 		d.log.Info("listening", "listener", d.cfg.Listeners[i].Name, "addr", s.Addr().String())
+		d.metrics.Register(connectionsGauge(d.cfg.Listeners[i].Name, s))
 		go func() { d.errc <- s.Serve() }()
 	}
 	if d.admin != nil {

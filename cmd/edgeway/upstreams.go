@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeway/edgeway/admin"
+	"github.com/edgeway/edgeway/listeners"
+	"github.com/edgeway/edgeway/upstream"
+)
+
+// The upstream endpoints of the admin API:
+//
+//	GET   /api/upstreams                            every pool and server
+//	GET   /api/upstreams/{pool}                     one pool
+//	PATCH /api/upstreams/{pool}/servers/{address}   {"weight": N|null, "drain": B|null, "disabled": B|null}
+//
+// A PATCH sets (a value) or clears (null) an override; absent fields stay
+// as they are. Overrides live in the pools' server state, so they survive
+// reloads while the server stays in the files; with `admin { state_dir }`
+// they are also written to a journal there and replayed at start.
+
+// overridesFile is the journal's name in the state directory.
+const overridesFile = "upstream-overrides.json"
+
+// journal is the overrides as written: pool -> address -> override.
+type journal map[string]map[string]upstream.OverrideStatus
+
+func (d *daemon) registerUpstreamAPI(srv *admin.Server) {
+	srv.Handle("GET /api/upstreams", func(*http.Request) (any, error) {
+		pools := d.router.Pools()
+		names := make([]string, 0, len(pools))
+		for n := range pools {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out := make([]upstream.PoolStatus, 0, len(names))
+		for _, n := range names {
+			out = append(out, pools[n].Status())
+		}
+		return map[string]any{"upstreams": out}, nil
+	})
+	srv.Handle("GET /api/upstreams/{pool}", func(r *http.Request) (any, error) {
+		p, err := d.pool(r.PathValue("pool"))
+		if err != nil {
+			return nil, err
+		}
+		return p.Status(), nil
+	})
+	srv.Handle("PATCH /api/upstreams/{pool}/servers/{address}", d.patchServer)
+}
+
+func (d *daemon) pool(name string) (*upstream.Pool, error) {
+	p := d.router.Pools()[name]
+	if p == nil {
+		return nil, admin.Errorf(http.StatusNotFound, "no upstream %q", name)
+	}
+	return p, nil
+}
+
+// patchServer applies a PATCH and answers the pool's new status.
+func (d *daemon) patchServer(r *http.Request) (any, error) {
+	p, err := d.pool(r.PathValue("pool"))
+	if err != nil {
+		return nil, err
+	}
+	o, err := decodeOverride(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		return nil, admin.Errorf(http.StatusBadRequest, "%v", err)
+	}
+	if err := p.SetOverride(r.PathValue("address"), o); err != nil {
+		switch {
+		case errors.Is(err, upstream.ErrUnknownServer):
+			return nil, admin.Errorf(http.StatusNotFound, "%v", err)
+		case errors.Is(err, upstream.ErrBadOverride):
+			return nil, admin.Errorf(http.StatusBadRequest, "%v", err)
+		}
+		return nil, err
+	}
+	d.log.Info("upstream override", "upstream", r.PathValue("pool"), "server", r.PathValue("address"))
+	if err := d.saveOverrides(); err != nil {
+		d.log.Error("saving upstream overrides", "err", err)
+		return nil, admin.Errorf(http.StatusInternalServerError, "override applied but not saved: %v", err)
+	}
+	return p.Status(), nil
+}
+
+// decodeOverride reads {"weight": N|null, "drain": B|null, "disabled":
+// B|null}: a value sets an override, null clears it, an absent field
+// leaves it.
+func decodeOverride(r io.Reader) (upstream.Override, error) {
+	var raw map[string]json.RawMessage
+	var o upstream.Override
+	if err := json.NewDecoder(r).Decode(&raw); err != nil {
+		return o, fmt.Errorf("body: %w", err)
+	}
+	for k, v := range raw {
+		null := string(v) == "null"
+		var err error
+		switch k {
+		case "weight":
+			o.ClearWeight = null
+			if !null {
+				o.Weight = new(int)
+				err = json.Unmarshal(v, o.Weight)
+			}
+		case "drain":
+			o.ClearDrain = null
+			if !null {
+				o.Drain = new(bool)
+				err = json.Unmarshal(v, o.Drain)
+			}
+		case "disabled":
+			o.ClearDisabled = null
+			if !null {
+				o.Disabled = new(bool)
+				err = json.Unmarshal(v, o.Disabled)
+			}
+		default:
+			return o, fmt.Errorf("unknown field %q (expected weight, drain or disabled)", k)
+		}
+		if err != nil {
+			return o, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return o, nil
+}
+
+// saveOverrides writes every pool's overrides to the journal, atomically
+// (a temporary file, fsync, rename); nothing without a state directory.
+func (d *daemon) saveOverrides() error {
+	dir := d.stateDir()
+	if dir == "" {
+		return nil
+	}
+	j := journal{}
+	for name, p := range d.router.Pools() {
+		for _, s := range p.Status().Servers {
+			if o := s.Override; o.Weight != nil || o.Drain != nil || o.Disabled != nil {
+				if j[name] == nil {
+					j[name] = map[string]upstream.OverrideStatus{}
+				}
+				j[name][s.Addr] = o
+			}
+		}
+	}
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, overridesFile), b)
+}
+
+func writeAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// replayOverrides applies the journal at start; overrides of pools or
+// servers no longer in the files are dropped (and logged).
+func (d *daemon) replayOverrides() {
+	dir := d.stateDir()
+	if dir == "" {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(dir, overridesFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	var j journal
+	if err == nil {
+		err = json.Unmarshal(b, &j)
+	}
+	if err != nil {
+		d.log.Error("reading upstream overrides; starting without them", "err", err)
+		return
+	}
+	pools := d.router.Pools()
+	for name, servers := range j {
+		for addr, o := range servers {
+			err := fmt.Errorf("upstream %s is not configured", name)
+			if p := pools[name]; p != nil {
+				err = p.SetOverride(addr, upstream.Override{Weight: o.Weight, Drain: o.Drain, Disabled: o.Disabled})
+			}
+			if err != nil {
+				d.log.Warn("upstream override dropped", "upstream", name, "server", addr, "err", err)
+			}
+		}
+	}
+}
+
+// stateDir is the admin block's state_dir of the live configuration
+// (admin settings change only with a restart).
+func (d *daemon) stateDir() string {
+	l := d.live.Load()
+	if l == nil || l.cfg.Admin == nil {
+		return ""
+	}
+	return l.cfg.Admin.StateDir
+}
+
+// connectionsGauge reports a listener's open client connections.
+func connectionsGauge(name string, s *listeners.Server) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "edgeway_client_connections",
+		Help:        "Open client connections, by listener.",
+		ConstLabels: prometheus.Labels{"listener": name},
+	}, func() float64 { return float64(s.Stats().Open) })
+}
