@@ -61,6 +61,10 @@ type Listener struct {
 	// IdleTimeout closes a keep-alive connection with no request in flight
 	// after this long. Default 60s.
 	IdleTimeout time.Duration
+	// WriteTimeout cuts off a client that takes none of a response's
+	// bytes for this long (`write_timeout`; nginx's send_timeout). Default
+	// 60s; 0 (written `off`) means no limit.
+	WriteTimeout time.Duration
 	// MaxHeaderBytes caps the request line plus headers; larger requests get
 	// 431 (Go's HTTP/1 reader allows up to 4 KiB of slack beyond it).
 	// Default 32KiB; at most 1MiB.

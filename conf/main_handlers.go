@@ -45,6 +45,7 @@ func DefaultListener(name, addr string) Listener {
 		Protocols:         append([]string(nil), protocols...),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
 		MaxHeaderBytes:    32 << 10,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		NoDelay:           true,
@@ -79,17 +80,24 @@ var listenTable = table[*Listener]{
 	},
 	"protocols":           listenProtocols,
 	"read_header_timeout": func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.ReadHeaderTimeout) },
-	"idle_timeout":        func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.IdleTimeout) },
-	"max_header_bytes":    maxHeaderBytes,
-	"max_body_bytes":      maxBodyBytes,
-	"max_conns":           func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) },
-	"backlog":             func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) },
-	"reuseport":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.ReusePort) },
-	"nodelay":             func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.NoDelay) },
-	"accept_loops":        func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 256, "", &l.AcceptLoops) },
-	"defer_accept":        func(b *builder, l *Listener, d *routes.Directive) { b.setSeconds(d, time.Minute, true, &l.DeferAccept) },
-	"tcp_fastopen":        func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 1, 65535, "off", &l.FastOpen) },
-	"keepalive":           func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.KeepAlive) },
+	"write_timeout": func(b *builder, l *Listener, d *routes.Directive) {
+		if d.Args[0].Value == "off" {
+			l.WriteTimeout = 0
+			return
+		}
+		b.setDuration(d, &l.WriteTimeout)
+	},
+	"idle_timeout":     func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.IdleTimeout) },
+	"max_header_bytes": maxHeaderBytes,
+	"max_body_bytes":   maxBodyBytes,
+	"max_conns":        func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) },
+	"backlog":          func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) },
+	"reuseport":        func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.ReusePort) },
+	"nodelay":          func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.NoDelay) },
+	"accept_loops":     func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 256, "", &l.AcceptLoops) },
+	"defer_accept":     func(b *builder, l *Listener, d *routes.Directive) { b.setSeconds(d, time.Minute, true, &l.DeferAccept) },
+	"tcp_fastopen":     func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 1, 65535, "off", &l.FastOpen) },
+	"keepalive":        func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.KeepAlive) },
 	"keepalive_idle": func(b *builder, l *Listener, d *routes.Directive) {
 		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveIdle)
 	},

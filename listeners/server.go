@@ -69,7 +69,7 @@ func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, er
 	log = log.With("listener", cfg.Name)
 	s := &Server{name: cfg.Name}
 	hc := http1.Config{
-		Name: cfg.Name, Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		Name: cfg.Name, Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, WriteTimeout: writeTimeout(cfg),
 		MaxHeaderBytes: cfg.MaxHeaderBytes, Log: log,
 		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
 	}
@@ -100,6 +100,15 @@ func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, er
 	}
 	s.eng = eng
 	return s, nil
+}
+
+// writeTimeout maps the listener's write_timeout to the HTTP/1 server's:
+// conf's 0 (off) is "no limit" there.
+func writeTimeout(cfg conf.Listener) time.Duration {
+	if cfg.WriteTimeout <= 0 {
+		return -1
+	}
+	return cfg.WriteTimeout
 }
 
 func withDefaults(cfg conf.Listener) conf.Listener {

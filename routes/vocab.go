@@ -57,6 +57,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "addr", Usage: "ADDR", Min: 1, Max: 1},
 		{Name: "protocols", Usage: "PROTOCOL...", Min: 1, Max: -1},
 		{Name: "read_header_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "write_timeout", Usage: "DURATION|off", Min: 1, Max: 1},
 		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "max_header_bytes", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},

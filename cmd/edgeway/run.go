@@ -43,10 +43,14 @@ func cmdRun(args []string, stderr io.Writer) int {
 	ctx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	d.watch(ctx)
-	traffic := router.NewMetrics()
-	if err := d.metrics.Register(traffic); err != nil {
-		logs.log.Error("start failed", "err", err)
-		return 1
+	// The traffic counters run only when an admin server can show them.
+	var traffic *router.Metrics
+	if cfg.Admin != nil {
+		traffic = router.NewMetrics()
+		if err := d.metrics.Register(traffic); err != nil {
+			logs.log.Error("start failed", "err", err)
+			return 1
+		}
 	}
 	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic})
 	defer d.router.Close()
