@@ -34,6 +34,12 @@ type Config struct {
 	// health-check interval times its unhealthy threshold. A second
 	// SIGTERM or SIGINT cuts it short. Default 0 (no delay).
 	ShutdownDelay time.Duration
+	// TunnelDrain is how long a tunnel (a WebSocket, an accepted upgrade)
+	// whose route or upstream server left the configuration may go on
+	// after the reload that removed it; tunnels whose route and server
+	// stay are never touched by a reload (`tunnel_drain`). Default 0 (or
+	// `off`): no limit, they end when their peers close them.
+	TunnelDrain time.Duration
 	// ShutdownGrace is how long in-flight requests may run after the
 	// listeners stop accepting (after ShutdownDelay) before connections
 	// are closed. Default 10s.

@@ -25,6 +25,7 @@ func init() {
 		"runtime":        runtimeDirective,
 		"shutdown_grace": shutdownGrace,
 		"shutdown_delay": shutdownDelay,
+		"tunnel_drain":   tunnelDrain,
 		"include":        func(b *builder, f *routes.File, d *routes.Directive) { b.include(f, d) },
 		"upstream":       upstreamDirective,
 		"route":          routeDirective,
@@ -269,6 +270,16 @@ func gcPercent(b *builder, r *Runtime, d *routes.Directive) {
 		return
 	}
 	b.setIntRange(d, 1, math.MaxInt32, "off", &r.GCPercent)
+}
+
+func tunnelDrain(b *builder, _ *routes.File, d *routes.Directive) {
+	if d.Args[0].Value == "off" {
+		b.cfg.TunnelDrain = 0
+		return
+	}
+	if v, ok := b.duration(d, false); ok {
+		b.cfg.TunnelDrain = v
+	}
 }
 
 func shutdownGrace(b *builder, _ *routes.File, d *routes.Directive) {

@@ -226,7 +226,8 @@ func (x *exchange) tunnel() {
 		x.outcome = upstream.Abandoned
 		return
 	}
-	if err := x.w.w.Tunnel(resp.Conn, resp.Pre); err != nil {
+	up := x.r.tunnels.track(resp.Conn, tunnelKey{x.rt.name, x.rt.upstream, x.server.Addr})
+	if err := x.w.w.Tunnel(up, resp.Pre); err != nil {
 		x.outcome = upstream.Abandoned
 		x.r.log.LogAttrs(context.Background(), slog.LevelDebug, "tunnel refused",
 			slog.String("route", x.rt.name), slog.Any("error", err))

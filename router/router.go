@@ -41,6 +41,7 @@ type Router struct {
 	release *time.Timer // hands a replaced table's memory back; guarded by mu
 
 	exchanges sync.Pool // *exchange
+	tunnels   tunnels
 }
 
 // New returns a router with an empty table: every request gets 404 until
@@ -77,6 +78,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 		s.attachMetrics(r.metrics)
 	}
 	r.snap.Store(s)
+	r.drainTunnels(s, cfg.TunnelDrain)
 	r.releaseLater()
 	return nil
 }

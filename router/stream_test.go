@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -221,5 +222,58 @@ func TestSmallStreamedChunksFlushed(t *testing.T) {
 	rest, err := io.ReadAll(resp.Body)
 	if err != nil || string(rest) != "event: 2\n\n" {
 		t.Fatalf("second event: %q, %v", rest, err)
+	}
+}
+
+// TestTunnelsAcrossReload checks that a reload leaves a tunnel on a route
+// that stays alone, and closes one whose route left after TunnelDrain.
+func TestTunnelsAcrossReload(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(websocket.Handler(func(c *websocket.Conn) { io.Copy(c, c) }))
+	t.Cleanup(up.Close)
+	cfg := func(routes ...string) *conf.Config {
+		c := &conf.Config{
+			Listeners:   []conf.Listener{testListener()},
+			Upstreams:   []conf.Upstream{testUpstream("u", []string{addr(up)})},
+			TunnelDrain: 100 * time.Millisecond,
+		}
+		for _, r := range routes {
+			c.Routes = append(c.Routes, testRoute(t, r, "PathPrefix(`/"+r+"`)", "u"))
+		}
+		return c
+	}
+	rt, fe := front(t, cfg("stays", "goes"), Options{})
+	dial := func(path string) *websocket.Conn {
+		ws, err := websocket.Dial("ws"+fe.URL[len("http"):]+path, "", "http://localhost/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	echo := func(ws *websocket.Conn) error {
+		if err := websocket.Message.Send(ws, "ping"); err != nil {
+			return err
+		}
+		var got string
+		ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		return websocket.Message.Receive(ws, &got)
+	}
+	stays, goes := dial("/stays"), dial("/goes")
+	if err := rt.Apply(cfg("stays")); err != nil {
+		t.Fatal(err)
+	}
+	// The orphaned tunnel is closed once the drain limit passes.
+	ended := make(chan error, 1)
+	go func() {
+		var got string
+		goes.SetReadDeadline(time.Now().Add(10 * time.Second))
+		ended <- websocket.Message.Receive(goes, &got)
+	}()
+	if err := <-ended; err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("tunnel of a removed route: %v, want it closed after the drain limit", err)
+	}
+	if err := echo(stays); err != nil {
+		t.Fatalf("tunnel of a route that stayed: %v", err)
 	}
 }

@@ -47,6 +47,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "log", Block: LogBlock, MainOnly: true},
 		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
 		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
+		{Name: "tunnel_drain", Usage: "DURATION|off", Min: 1, Max: 1, MainOnly: true},
 		{Name: "shutdown_delay", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
 		{Name: "include", Usage: "GLOB", Min: 1, Max: 1, MainOnly: true, Repeat: true},
 		{Name: "upstream", Usage: "NAME", Min: 1, Max: 1, Block: UpstreamBlock, Repeat: true},
