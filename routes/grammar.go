@@ -15,7 +15,9 @@ import (
 //
 // The parser is hand-written recursive descent over the scanner's tokens:
 // the grammar is LL(1), and a generic parser generator cost a 10,000-route
-// file most of its reload time (BenchmarkParse10k).
+// file most of its reload time (BenchmarkParse10k). The participle grammar
+// in reference.go is the specification; TestReferenceAgrees and
+// FuzzReferenceAgrees hold this parser to it.
 
 // Parse reads one file of the given kind: it scans, parses and checks every
 // directive against the vocabulary. It returns the directives that passed

@@ -143,7 +143,14 @@ func (s *scanner) rbrace() {
 	b := s.open[len(s.open)-1]
 	s.open = s.open[:len(s.open)-1]
 	if b.dropped {
+		// A brace is dropped only where no statement has started, and the
+		// words muted inside it must not start one: what follows it is
+		// where a directive name belongs (a string there is reported, not
+		// passed to the grammar as one).
 		s.mute--
+		if s.mute == 0 {
+			s.inStmt = false
+		}
 		return
 	}
 	s.emit(tokSep, start, start)
