@@ -10,8 +10,9 @@ import (
 // in a way that says nothing reached the application, or the server
 // answered that it cannot serve, the request is sent again to another
 // server of the pool. A request is retried only before any byte of a
-// response reached the client, only when it has no body, and only within
-// the retry budget, so retries cannot multiply an outage.
+// response reached the client, only when it has no body or a body small
+// enough to keep (BodyBuffer), and only within the retry budget, so
+// retries cannot multiply an outage.
 type Retry struct {
 	// Attempts is how many more tries a request may get after its first.
 	// Default 1; 0 turns retries off.
@@ -34,12 +35,17 @@ type Retry struct {
 	// MinConcurrent is the number of retries always allowed at one time,
 	// whatever the budget says (so a quiet pool can retry). Default 3.
 	MinConcurrent int
+	// BodyBuffer is the largest request body kept in memory so that the
+	// request can be retried: a body up to this size is read whole
+	// before the first try; a larger one streams and is never retried.
+	// Default 64KiB; 0 never retries a request with a body.
+	BodyBuffer int64
 }
 
 // DefaultRetry is the retry policy of an upstream without a retries
 // block: one more try after a connect failure or a reset.
 func DefaultRetry() Retry {
-	return Retry{Attempts: 1, ConnectFailure: true, Reset: true, Budget: 20, MinConcurrent: 3}
+	return Retry{Attempts: 1, ConnectFailure: true, Reset: true, Budget: 20, MinConcurrent: 3, BodyBuffer: 64 << 10}
 }
 
 func retryDirective(b *builder, u *Upstream, d *routes.Directive) {
@@ -53,6 +59,7 @@ var retryTable = table[*Retry]{
 	"on":             retryOn,
 	"budget":         func(b *builder, r *Retry, d *routes.Directive) { b.setPercent(d, 0, 100, "", &r.Budget) },
 	"min_concurrent": func(b *builder, r *Retry, d *routes.Directive) { b.setInt(d, 0, &r.MinConcurrent) },
+	"body_buffer":    func(b *builder, r *Retry, d *routes.Directive) { b.setSizeRange(d, 0, 16<<20, &r.BodyBuffer) },
 }
 
 // retryOn reads `on connect_failure|reset|502|503|504...`; it replaces

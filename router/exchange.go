@@ -42,6 +42,8 @@ type exchange struct {
 	retrying bool               // a retry holds a place in the pool's budget
 	// serverDone: x.server's try was reported (Done) when it was retried.
 	serverDone bool
+	kept       []byte // the request body, kept for retries; nil: not kept
+	bodyBuf    []byte // kept's buffer, reused
 	server     *upstream.Server
 	outcome    upstream.Outcome
 	status     int // status for the log when none was written (499)
@@ -159,6 +161,10 @@ func (x *exchange) reset() {
 	x.rtIndex, x.errKind = -1, -1
 	clear(x.tried)
 	x.tried, x.retrying, x.serverDone = x.tried[:0], false, false
+	x.kept = nil
+	if cap(x.bodyBuf) > 8<<10 {
+		x.bodyBuf = nil // pooled exchanges keep small ones only
+	}
 	x.tap, x.out, x.resp = nil, upstream.Request{}, upstream.Response{}
 	clear(x.outHdr)
 	clear(x.respHdr)

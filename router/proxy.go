@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -30,6 +31,12 @@ func (x *exchange) forward() {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
+	if pol := pool.Retry(); x.out.Body != nil && pol.Attempts > 0 && pol.BodyBuffer > 0 {
+		if err := x.keepBody(pol.BodyBuffer); err != nil {
+			x.bodyFailed(err)
+			return
+		}
+	}
 	var err error
 	for try := 0; ; try++ {
 		s, perr := pool.Pick(x.in, x.tried)
@@ -363,7 +370,7 @@ func (b *bufferPool) Put(buf []byte) {
 // request. A status that is retried is discarded: its body is closed.
 func (x *exchange) retryable(try int, err error) bool {
 	pol := x.rt.pool.Retry()
-	if try >= pol.Attempts || x.out.Body != nil || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
+	if try >= pol.Attempts || (x.out.Body != nil && x.kept == nil) || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
 		return false
 	}
 	idem := idempotent(x.in.Method)
@@ -389,7 +396,67 @@ func (x *exchange) retryable(try int, err error) bool {
 	if err == nil && x.resp.Body != nil {
 		x.resp.Body.Close()
 	}
+	if x.kept != nil {
+		// A fresh reader: the failed try's body writer may still hold
+		// the old one.
+		x.out.Body = bytes.NewReader(x.kept)
+	}
 	return true
+}
+
+// keepBody reads a request body of at most limit bytes whole, so that a
+// failed try can send it again (x.kept). A longer body streams: what was
+// read goes out in front of the rest and the request is not retried. An
+// error is the client's (its body broke, stalled or passed the listener's
+// limit).
+func (x *exchange) keepBody(limit int64) error {
+	if x.in.ContentLength > limit {
+		return nil
+	}
+	buf := x.bodyBuf[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, min(limit+1, 32<<10))
+	}
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := x.out.Body.Read(buf[len(buf):min(cap(buf), int(limit)+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			x.bodyBuf, x.kept = buf, buf
+			x.out.Body = bytes.NewReader(buf)
+			return nil
+		}
+		if err != nil {
+			x.bodyBuf = buf
+			return err
+		}
+	}
+	x.bodyBuf = buf
+	x.out.Body = io.MultiReader(bytes.NewReader(buf), x.out.Body)
+	return nil
+}
+
+// bodyFailed answers a request whose body could not be read before a
+// server was tried: the client's fault, nothing was forwarded.
+func (x *exchange) bodyFailed(err error) {
+	code, _ := classify(x.in.Context(), x.cancel.Cause(), &upstream.BodyError{Err: err}, x.tap)
+	x.outcome = upstream.Abandoned
+	level := slog.LevelInfo
+	if code == statusClientClosed {
+		level, x.status = slog.LevelDebug, code
+	}
+	x.r.log.LogAttrs(context.Background(), level, "request body failed",
+		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+		slog.Int("status", code), slog.Any("error", err))
+	switch code {
+	case statusClientClosed:
+	case 413:
+		x.tooLarge()
+	default:
+		x.plainError(code)
+	}
 }
 
 // isReset reports an upstream read failure that is not a timeout: the

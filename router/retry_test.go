@@ -3,8 +3,10 @@ package router
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -101,5 +103,49 @@ func TestMaxRequests(t *testing.T) {
 	resp, _ := do(t, nil, newReq(t, "GET", fe.URL+"/"))
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d over max_requests, want 503", resp.StatusCode)
+	}
+}
+
+// TestRetryWithBody checks that a small body is kept and sent whole to the
+// next server after a connect failure, and that a body over body_buffer is
+// not retried.
+func TestRetryWithBody(t *testing.T) {
+	t.Parallel()
+	echo := proxyTarget(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	u := testUpstream("u", []string{closedAddr(t), echo})
+	u.Retry = conf.DefaultRetry()
+	u.Retry.BodyBuffer = 1 << 10
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{u},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
+	}
+	_, fe := front(t, cfg, Options{})
+	for _, tc := range []struct {
+		body    string
+		chunked bool
+		want    int
+	}{
+		{body: "small body", want: 200},
+		{body: "small chunked body", chunked: true, want: 200},
+		{body: strings.Repeat("x", 4<<10), want: 502},
+	} {
+		// Round robin: the first of every two requests meets the dead
+		// server first.
+		for i := range 2 {
+			req := newReq(t, "POST", fe.URL+"/")
+			req.Body = io.NopCloser(strings.NewReader(tc.body))
+			req.ContentLength = int64(len(tc.body))
+			if tc.chunked {
+				req.ContentLength = -1
+			}
+			resp, got := do(t, nil, req)
+			if i == 0 && (resp.StatusCode != tc.want || (tc.want == 200 && got != tc.body)) {
+				t.Errorf("body of %d bytes: %d %q, want %d with the body echoed", len(tc.body), resp.StatusCode, got, tc.want)
+			}
+		}
 	}
 }

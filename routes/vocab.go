@@ -116,6 +116,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "on", Usage: "connect_failure|reset|502|503|504...", Min: 1, Max: -1},
 		{Name: "budget", Usage: "PERCENT", Min: 1, Max: 1},
 		{Name: "min_concurrent", Usage: "N", Min: 1, Max: 1},
+		{Name: "body_buffer", Usage: "SIZE", Min: 1, Max: 1},
 	},
 	HealthBlock: {
 		{Name: "type", Usage: "http|tcp", Min: 1, Max: 1},
