@@ -31,7 +31,7 @@ type Metrics struct {
 	upstreams map[string]*upstreamStats
 	pools     func() map[string]*upstream.Pool // the router's live pools, for state gauges
 
-	retries, budget, overLimit, state, inFlight, ejections *prometheus.Desc
+	retries, budget, overLimit, state, inFlight, ejections, transitions *prometheus.Desc
 
 	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
 	duration, upDuration                              *prometheus.Desc
@@ -55,6 +55,9 @@ func NewMetrics() *Metrics {
 			"1 for the state each upstream server is in, 0 for the others.", []string{"upstream", "server", "state"}, nil),
 		inFlight: prometheus.NewDesc("edgeway_upstream_server_in_flight",
 			"Requests in flight to each upstream server.", []string{"upstream", "server"}, nil),
+		transitions: prometheus.NewDesc("edgeway_upstream_server_transitions_total",
+			"State changes of each upstream server, by the state entered (ejected: an outlier ejection; open: its breaker opened; half-open, healthy, ...).",
+			[]string{"upstream", "server", "to"}, nil),
 		ejections: prometheus.NewDesc("edgeway_upstream_server_ejections",
 			"Consecutive outlier ejections of each upstream server (the multiplier of its ejection time).",
 			[]string{"upstream", "server"}, nil),
@@ -222,7 +225,7 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
-		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections} {
+		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions} {
 		ch <- d
 	}
 }
@@ -273,6 +276,9 @@ func (m *Metrics) collectPools(ch chan<- prometheus.Metric) {
 					v = 1
 				}
 				ch <- prometheus.MustNewConstMetric(m.state, prometheus.GaugeValue, v, name, s.Addr, st.String())
+				if n := s.Entered[st]; n > 0 {
+					ch <- prometheus.MustNewConstMetric(m.transitions, prometheus.CounterValue, float64(n), name, s.Addr, st.String())
+				}
 			}
 			ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(s.InFlight), name, s.Addr)
 			ch <- prometheus.MustNewConstMetric(m.ejections, prometheus.GaugeValue, float64(s.Ejections), name, s.Addr)

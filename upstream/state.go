@@ -24,6 +24,9 @@ const (
 
 var stateNames = [...]string{"healthy", "unhealthy", "ejected", "open", "half-open", "draining", "disabled"}
 
+// numStates is the number of states.
+const numStates = len(stateNames)
+
 func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]
@@ -64,13 +67,14 @@ type ServerState struct {
 	Failures    atomic.Uint64 // requests that failed or got a 5xx
 	LastFailure atomic.Int64  // unix nanoseconds of the last failure; 0 if none
 
-	state     atomic.Uint32 // State: the view Pick reads
-	override  atomic.Int32  // runtime weight; -1 when none
-	rampStart atomic.Int64  // unix ns slow start began; 0 when not ramping
-	until     atomic.Int64  // unix ns the ejection or open breaker ends; 0 if neither
-	trials    atomic.Int32  // half-open trial requests admitted
-	seq5xx    atomic.Int32  // consecutive 5xx or failed responses
-	seqConn   atomic.Int32  // consecutive connect failures
+	state     atomic.Uint32            // State: the view Pick reads
+	override  atomic.Int32             // runtime weight; -1 when none
+	rampStart atomic.Int64             // unix ns slow start began; 0 when not ramping
+	until     atomic.Int64             // unix ns the ejection or open breaker ends; 0 if neither
+	trials    atomic.Int32             // half-open trial requests admitted
+	seq5xx    atomic.Int32             // consecutive 5xx or failed responses
+	seqConn   atomic.Int32             // consecutive connect failures
+	entered   [numStates]atomic.Uint64 // transitions into each state
 
 	group *group
 	mu    sync.Mutex // guards m
@@ -165,6 +169,9 @@ func (st *ServerState) settle(now time.Time, reason string, slow time.Duration) 
 	m.history[m.nhist%historyLen] = tr
 	m.nhist++
 	st.state.Store(uint32(next))
+	if int(next) < numStates {
+		st.entered[next].Add(1)
+	}
 	st.group.epoch.Add(1)
 	return tr, true
 }

@@ -48,6 +48,9 @@ type ServerStatus struct {
 	InFlight  int64  `json:"in_flight"`
 	Requests  uint64 `json:"requests"`
 	Failures  uint64 `json:"failures"`
+	// Entered counts the transitions into each state (indexed by State)
+	// since the server's state was made, for the metrics.
+	Entered [numStates]uint64 `json:"-"`
 }
 
 // OverrideStatus holds a server's admin overrides; nil when not set.
@@ -86,6 +89,9 @@ func (p *Pool) serverStatus(i int, s *Server) ServerStatus {
 	m := &st.m
 	ss.State, ss.Since, ss.Reason, ss.Transitions = m.state, m.since, m.reason, m.transitions()
 	ss.LastCheck, ss.Ejections = m.lastCheck, m.ejections
+	for i := range ss.Entered {
+		ss.Entered[i] = st.entered[i].Load()
+	}
 	if m.weight >= 0 {
 		w := m.weight
 		ss.Override.Weight = &w

@@ -116,4 +116,7 @@ func TestUpstreamOverrides(t *testing.T) {
 	if v := e.metric(t, `edgeway_upstream_server_state{server="`+hostPort(b)+`",state="healthy",upstream="u"}`); v != "1" {
 		t.Errorf("state metric of b = %q, want 1", v)
 	}
+	if v := e.metric(t, `edgeway_upstream_server_transitions_total{server="`+hostPort(b)+`",to="draining",upstream="u"}`); v != "1" {
+		t.Errorf("transitions of b into draining = %q, want 1 (since the restart)", v)
+	}
 }
