@@ -242,7 +242,16 @@ type Upstream struct {
 	// (`max_requests N`): past it a request fails at once with 503 and the
 	// log names the limit. Default 0: no limit.
 	MaxRequests int
-	Pos         Pos
+	// MaxConnections caps the open connections to the pool's servers
+	// (`max_connections N`; tunnels do not count): a request that finds
+	// no idle connection and no free slot waits for one, at most
+	// ConnectTimeout, then fails with 503. Default 0: no limit.
+	MaxConnections int
+	// MaxPending caps the requests waiting for a connection under
+	// MaxConnections (`max_pending N`); more fail at once with 503.
+	// Default 0: none may wait when the limit is reached.
+	MaxPending int
+	Pos        Pos
 }
 
 // Server is one `server ADDR [weight N]` line.

@@ -47,6 +47,8 @@ var upstreamTable = table[*Upstream]{
 	"slow_start":       slowStart,
 	"retries":          retryDirective,
 	"max_requests":     func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxRequests) },
+	"max_connections":  func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxConnections) },
+	"max_pending":      func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxPending) },
 }
 
 // maxWeight bounds a server's weight, so sums of weights cannot overflow.

@@ -164,8 +164,12 @@ type serverKey struct{ upstream, addr string }
 
 // upstreamStats are the counters of one upstream pool.
 type upstreamStats struct {
-	retries, budgetExhausted, overLimit atomic.Uint64
+	retries, budgetExhausted atomic.Uint64
+	overLimit                [len(limits)]atomic.Uint64
 }
+
+// limits are the pool limits that refuse a request (label values).
+var limits = [...]string{"max_requests", "max_connections", "max_pending"}
 
 // upstream returns the counters of an upstream, making them once.
 func (m *Metrics) upstream(name string) *upstreamStats {
@@ -258,7 +262,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for name, u := range m.upstreams {
 		ch <- prometheus.MustNewConstMetric(m.retries, prometheus.CounterValue, float64(u.retries.Load()), name)
 		ch <- prometheus.MustNewConstMetric(m.budget, prometheus.CounterValue, float64(u.budgetExhausted.Load()), name)
-		ch <- prometheus.MustNewConstMetric(m.overLimit, prometheus.CounterValue, float64(u.overLimit.Load()), name, "max_requests")
+		for i, l := range limits {
+			if n := u.overLimit[i].Load(); n > 0 || i == 0 {
+				ch <- prometheus.MustNewConstMetric(m.overLimit, prometheus.CounterValue, float64(n), name, l)
+			}
+		}
 	}
 	if m.pools != nil {
 		m.collectPools(ch)

@@ -77,8 +77,8 @@ func (x *exchange) countRetry() {
 	}
 }
 
-// countLimit counts a request refused by a pool limit: "max_requests" or
-// "retry_budget" (a retry not made).
+// countLimit counts a request refused by a pool limit ("max_requests",
+// "max_connections", "max_pending") or a retry not made ("retry_budget").
 func (x *exchange) countLimit(limit string) {
 	us := x.upstreamStats()
 	switch {
@@ -86,7 +86,11 @@ func (x *exchange) countLimit(limit string) {
 	case limit == "retry_budget":
 		us.budgetExhausted.Add(1)
 	default:
-		us.overLimit.Add(1)
+		for i, l := range limits {
+			if l == limit {
+				us.overLimit[i].Add(1)
+			}
+		}
 	}
 }
 

@@ -268,6 +268,11 @@ func (x *exchange) proxyError(err error) {
 		x.errKind = errKindOf(code, err)
 	}
 	level, msg := slog.LevelWarn, "upstream request failed"
+	var le *upstream.LimitError
+	if errors.As(err, &le) {
+		msg = "upstream limit reached"
+		x.countLimit(le.Limit)
+	}
 	switch code {
 	case statusClientClosed:
 		level = slog.LevelDebug
@@ -304,6 +309,10 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 	}
 	if in.Err() != nil {
 		return statusClientClosed, upstream.Abandoned
+	}
+	var le *upstream.LimitError
+	if errors.As(err, &le) {
+		return 503, upstream.Abandoned // the pool is busy, not the server
 	}
 	var be *upstream.BodyError
 	if errors.As(err, &be) {

@@ -110,6 +110,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "slow_start", Usage: "DURATION|off", Min: 1, Max: 1},
 		{Name: "retries", Block: RetryBlock},
 		{Name: "max_requests", Usage: "N", Min: 1, Max: 1},
+		{Name: "max_connections", Usage: "N", Min: 1, Max: 1},
+		{Name: "max_pending", Usage: "N", Min: 1, Max: 1},
 	},
 	RetryBlock: {
 		{Name: "attempts", Usage: "N", Min: 1, Max: 1},

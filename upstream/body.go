@@ -19,6 +19,7 @@ func (c *conn) respond(req *Request, resp *Response, hasBody bool) {
 		c.detach()
 		resp.ContentLength = 0
 		resp.Conn = c.nc
+		c.freeSlot()
 		if n := c.rb.w - c.rb.r; n > 0 {
 			resp.Pre = append([]byte(nil), c.rb.b[c.rb.r:c.rb.w]...)
 		}

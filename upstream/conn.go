@@ -22,6 +22,7 @@ type conn struct {
 	probe  *prober
 	idleAt int64 // monotonic ns when it was pooled
 	reused bool  // it served an earlier exchange
+	slot   bool  // it holds a slot of the pool's connection limiter
 
 	cx   *Canceler     // the exchange's, if any
 	rb   *readBuf      // response bytes, during an exchange
@@ -71,7 +72,7 @@ func (c *conn) exchange(req *Request, resp *Response, bb *bodyBuf) (err error, r
 	hasBody := bb != nil
 	c.stop, c.cx = nil, req.Cancel
 	if c.cx != nil && !c.cx.attach(c.nc) {
-		c.nc.Close()
+		c.close()
 		c.cx = nil
 		putBodyBuf(bb)
 		return errCanceled, false
@@ -282,7 +283,7 @@ func (c *conn) drop() {
 		c.stop = nil
 	}
 	c.detach()
-	c.nc.Close()
+	c.close()
 	c.putReadBuf()
 	c.bw = nil
 }
@@ -290,6 +291,21 @@ func (c *conn) drop() {
 func putBodyBuf(bb *bodyBuf) {
 	if bb != nil {
 		bodyBufs.Put(bb)
+	}
+}
+
+// close closes the connection and frees its limiter slot, once.
+func (c *conn) close() {
+	c.nc.Close()
+	c.freeSlot()
+}
+
+// freeSlot gives the connection's limiter slot back (a connection handed
+// over as a tunnel no longer counts).
+func (c *conn) freeSlot() {
+	if c.slot {
+		c.slot = false
+		c.hp.t.lim.release()
 	}
 }
 

@@ -31,6 +31,9 @@ type Transport struct {
 	hosts map[string]*hostPool // the configured servers; read-only
 	extra sync.Map             // other addresses: string -> *hostPool
 
+	lim         *limiter // nil: no connection limit
+	connTimeout time.Duration
+
 	closed atomic.Bool
 	mu     sync.Mutex // guards reaper
 	reaper *time.Timer
@@ -50,6 +53,8 @@ func NewTransport(cfg conf.Upstream) *Transport {
 		idleTimeout: cfg.IdleTimeout,
 		maxIdle:     cfg.MaxIdleConns,
 		hosts:       make(map[string]*hostPool, len(cfg.Servers)),
+		lim:         newLimiter(cfg.MaxConnections, cfg.MaxPending),
+		connTimeout: cfg.ConnectTimeout,
 	}
 	if t.maxIdle <= 0 {
 		t.maxIdle = 2
@@ -141,15 +146,32 @@ type hostPool struct {
 	idle []*conn // oldest first
 }
 
-// get returns an idle connection or dials a new one.
+// get returns an idle connection or dials a new one. With a connection
+// limit, a request that finds neither an idle connection nor a free slot
+// waits for one (max_pending of them at most), up to the connect timeout.
 func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 	now := monotonic()
+	var wait *waiter
+	defer wait.stop()
 	for {
+		var wake chan struct{}
+		if lim := hp.t.lim; lim != nil {
+			wake = lim.current()
+		}
 		hp.mu.Lock()
 		n := len(hp.idle)
 		if n == 0 {
 			hp.mu.Unlock()
-			return hp.dial(ctx)
+			if wake == nil || hp.t.lim.acquire() {
+				return hp.dial(ctx, wake != nil)
+			}
+			if wait == nil {
+				wait = newWaiter(hp.t)
+			}
+			if err := wait.on(ctx, wake); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		c := hp.idle[n-1]
 		hp.idle[n-1] = nil
@@ -162,7 +184,7 @@ func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 		// the next request, or that request would read those bytes as its
 		// response.
 		if (hp.t.idleTimeout > 0 && age > int64(hp.t.idleTimeout)) || !c.probe.alive() {
-			c.nc.Close()
+			c.close()
 			continue
 		}
 		c.reused = true
@@ -170,9 +192,13 @@ func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 	}
 }
 
-func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
+// dial opens a connection; slot says it holds a slot of the limiter.
+func (hp *hostPool) dial(ctx context.Context, slot bool) (*conn, error) {
 	nc, err := hp.t.dialer.DialContext(ctx, "tcp", hp.addr)
 	if err != nil {
+		if slot {
+			hp.t.lim.release()
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -181,7 +207,9 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return newConn(nc, hp), nil
+	c := newConn(nc, hp)
+	c.slot = slot
+	return c, nil
 }
 
 // put pools a connection whose exchange ended cleanly, or closes it when
@@ -191,11 +219,14 @@ func (hp *hostPool) put(c *conn) {
 	hp.mu.Lock()
 	if hp.t.closed.Load() || len(hp.idle) >= hp.t.maxIdle {
 		hp.mu.Unlock()
-		c.nc.Close()
+		c.close()
 		return
 	}
 	hp.idle = append(hp.idle, c)
 	hp.mu.Unlock()
+	if hp.t.lim != nil {
+		hp.t.lim.pooled()
+	}
 }
 
 // closeIdle closes the idle connections that went idle before cutoff
@@ -204,7 +235,7 @@ func (hp *hostPool) closeIdle(cutoff int64) {
 	hp.mu.Lock()
 	n := 0
 	for n < len(hp.idle) && (cutoff == 0 || hp.idle[n].idleAt < cutoff) {
-		hp.idle[n].nc.Close()
+		hp.idle[n].close()
 		n++
 	}
 	if n > 0 {
