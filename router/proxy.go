@@ -379,13 +379,16 @@ func (b *bufferPool) Put(buf []byte) {
 // request. A status that is retried is discarded: its body is closed.
 func (x *exchange) retryable(try int, err error) bool {
 	pol := x.rt.pool.Retry()
-	if try >= pol.Attempts || (x.out.Body != nil && x.kept == nil) || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
+	if try >= pol.Attempts || (err == nil && !slices.Contains(pol.Statuses, x.resp.Status)) {
+		return false // the common case: an answer that is not retried
+	}
+	if (x.out.Body != nil && x.kept == nil) || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
 		return false
 	}
 	idem := idempotent(x.in.Method)
 	switch {
 	case err == nil:
-		if !idem || !slices.Contains(pol.Statuses, x.resp.Status) {
+		if !idem {
 			return false
 		}
 	case upstream.IsConnectError(err):
