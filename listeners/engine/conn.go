@@ -29,8 +29,16 @@ func (c *Conn) engine() *Engine { return c.l.e }
 func (c *Conn) TCP() *net.TCPConn { return c.tc }
 
 // Raw returns the socket's syscall.RawConn, for non-blocking reads and
-// writes (RawConn.Read and Write with a callback that tries once).
-func (c *Conn) Raw() syscall.RawConn { return c.w.raw }
+// writes (RawConn.Read and Write with a callback that tries once). A Conn
+// made by hand around a net.Conn (benchmarks) gets it from that conn.
+func (c *Conn) Raw() syscall.RawConn {
+	if c.w.raw == nil {
+		if sc, ok := c.Conn.(syscall.Conn); ok {
+			c.w.raw, _ = sc.SyscallConn()
+		}
+	}
+	return c.w.raw
+}
 
 // Close closes the connection and frees its MaxConns slot. It is safe
 // from any goroutine; calls after the first do nothing and return nil.
