@@ -36,6 +36,7 @@ type exchange struct {
 	tryN          int                   // firstRead's result
 	tryErr        error
 	tryFn         func(fd uintptr) bool // x.tryRead, bound once
+	probe         http1.Chunked         // badChunkedPrefix's decoder
 }
 
 func newExchange(s *Server) *exchange {
@@ -159,7 +160,9 @@ func (x *exchange) badChunkedPrefix() bool {
 	if !x.f.Chunked || x.r == x.w {
 		return false
 	}
-	probe := http1.Chunked{MaxExtBytes: x.body.dec.MaxExtBytes, MaxTrailerBytes: x.body.dec.MaxTrailerBytes}
+	probe := &x.probe // reused: its trailer buffers do not allocate again
+	probe.Reset()
+	probe.MaxExtBytes, probe.MaxTrailerBytes = x.body.dec.MaxExtBytes, x.body.dec.MaxTrailerBytes
 	for in := x.buf[x.r:x.w]; len(in) > 0 && !probe.Done(); {
 		n, _, err := probe.Next(in)
 		if err != nil {
