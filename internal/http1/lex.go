@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"unsafe"
+
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 // Byte classes of RFC 9110 §5.1, §5.5, §5.6.2 and RFC 3986 §3.2.2 as
@@ -19,24 +21,12 @@ var (
 func init() {
 	for c := range 256 {
 		b := byte(c)
-		tokenTab[c] = isTokenChar(b)
+		tokenTab[c] = httpsyntax.IsTokenChar(b)
 		valueTab[c] = b == '\t' || (b >= ' ' && b != 0x7f)
 		targetTab[c] = b > ' ' && b < 0x7f
 		regTab[c] = isUnreserved(b) || isSubDelim(b)
 		hostTab[c] = regTab[c] || b == '%' || b == ':' || b == '[' || b == ']'
 	}
-}
-
-func isTokenChar(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
-	}
-	switch b {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
 }
 
 func isUnreserved(b byte) bool {
