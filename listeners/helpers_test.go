@@ -1,19 +1,17 @@
 package listeners
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 const ioTimeout = 5 * time.Second
@@ -44,50 +42,15 @@ func start(t *testing.T, cfg conf.Listener, h httpmsg.Handler) *Server {
 	return s
 }
 
-func dial(t *testing.T, s *Server) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", s.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(ioTimeout))
-	return c
-}
+func dial(t *testing.T, s *Server) net.Conn { return testutil.DialRaw(t, s.Addr().String()) }
 
 // exchange writes raw bytes and reads until the server closes.
-// closed is false when the read deadline passed first.
 func exchange(t *testing.T, s *Server, raw string) (out string, closed bool) {
-	t.Helper()
-	c := dial(t, s)
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(c)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return string(b), false
-	}
-	return string(b), true
+	return testutil.RawRoundTrip(t, s.Addr().String(), raw)
 }
 
-// readResponses parses the responses in raw, in order.
-func readResponses(t *testing.T, raw string) []*http.Response {
-	t.Helper()
-	br := bufio.NewReader(strings.NewReader(raw))
-	var out []*http.Response
-	for {
-		res, err := http.ReadResponse(br, nil)
-		if err != nil {
-			return out
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body = io.NopCloser(strings.NewReader(string(body)))
-		out = append(out, res)
-	}
+func readResponses(_ *testing.T, raw string) []*http.Response {
+	return testutil.ReadResponses(raw, false)
 }
 
-func body(res *http.Response) string {
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
-}
+func body(res *http.Response) string { return testutil.BodyOf(res) }

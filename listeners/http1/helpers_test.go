@@ -1,19 +1,17 @@
 package http1
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/testutil"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
 
@@ -61,58 +59,20 @@ func startBare(t *testing.T, cfg Config, h httpmsg.Handler) (*testServer, chan e
 	return ts, served
 }
 
-func dial(t *testing.T, ts *testServer) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", ts.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(ioTimeout))
-	return c
-}
+func dial(t *testing.T, ts *testServer) net.Conn { return testutil.DialRaw(t, ts.addr()) }
 
-// roundTrip writes raw bytes and reads until the server closes; closed is
-// false when the read deadline passed first.
+// roundTrip writes raw bytes and reads until the server closes.
 func roundTrip(t *testing.T, ts *testServer, raw string) (out string, closed bool) {
-	t.Helper()
-	c := dial(t, ts)
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(c)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return string(b), false
-	}
-	return string(b), true
+	return testutil.RawRoundTrip(t, ts.addr(), raw)
 }
 
-// readResponses parses the responses in raw, in order, reading bodies as
-// the response to a GET (or to HEAD when head is set).
-func readResponses(t *testing.T, raw string, head ...bool) []*http.Response {
-	t.Helper()
-	br := bufio.NewReader(strings.NewReader(raw))
-	var req *http.Request
-	if len(head) > 0 && head[0] {
-		req = &http.Request{Method: http.MethodHead}
-	}
-	var out []*http.Response
-	for {
-		res, err := http.ReadResponse(br, req)
-		if err != nil {
-			return out
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body = io.NopCloser(strings.NewReader(string(b)))
-		out = append(out, res)
-	}
+// readResponses parses the responses in raw, in order (as answers to HEAD
+// when head is set).
+func readResponses(_ *testing.T, raw string, head ...bool) []*http.Response {
+	return testutil.ReadResponses(raw, len(head) > 0 && head[0])
 }
 
-func bodyOf(res *http.Response) string {
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
-}
+func bodyOf(res *http.Response) string { return testutil.BodyOf(res) }
 
 // reply writes a complete response with a known length.
 func reply(w httpmsg.ResponseWriter, status int, s string) {
