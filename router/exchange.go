@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes/rule"
 	"github.com/edgeway/edgeway/upstream"
 )
@@ -85,7 +86,7 @@ func (x *exchange) serve() {
 	if !x.trusted {
 		x.in.Header = stripForwarded(x.in.Header)
 	}
-	x.in.Header = stripH2CUpgrade(x.in.Header) // never tunneled
+	x.in.Header = httpsyntax.StripH2C(x.in.Header, false) // never tunneled
 	x.in.Header = stripConnectionOptions(x.in.Header)
 	if !x.buildView() {
 		x.plainError(400)

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 // bytesString views b as a string without copying; b must not change
@@ -87,58 +88,6 @@ func stripConnectionOptions(h httpmsg.Header) httpmsg.Header {
 	return h
 }
 
-// stripH2CUpgrade removes an "Upgrade: h2c" offer (RFC 9113 §3.1 removed
-// that upgrade; it is never tunneled): the h2c token of Upgrade, and
-// HTTP2-Settings. Other Upgrade tokens stay.
-func stripH2CUpgrade(h httpmsg.Header) httpmsg.Header {
-	found := false
-	for _, f := range h {
-		if httpmsg.EqualFold(f.Name, "HTTP2-Settings") ||
-			(httpmsg.EqualFold(f.Name, "Upgrade") && hasToken(f.Value, "h2c")) {
-			found = true
-			break
-		}
-	}
-	if !found {
-		return h
-	}
-	h = h.Del("HTTP2-Settings")
-	for i := 0; i < len(h); i++ {
-		if httpmsg.EqualFold(h[i].Name, "Upgrade") && hasToken(h[i].Value, "h2c") {
-			rest := dropToken(h[i].Value, "h2c")
-			if rest == "" {
-				h = append(h[:i], h[i+1:]...)
-				i--
-				continue
-			}
-			h[i].Value = rest
-		}
-	}
-	return h
-}
-
-// hasToken reports whether the comma-separated list v holds tok (ASCII
-// case-insensitive).
-func hasToken(v, tok string) bool {
-	for t := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(t), tok) {
-			return true
-		}
-	}
-	return false
-}
-
-// dropToken returns the list v without tok (it allocates; rare).
-func dropToken(v, tok string) string {
-	var keep []string
-	for t := range strings.SplitSeq(v, ",") {
-		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, tok) {
-			keep = append(keep, t)
-		}
-	}
-	return strings.Join(keep, ", ")
-}
-
 // hopByHop reports whether a field is connection-specific (RFC 9110 §7.6.1)
 // or framing that the sender of the next hop writes itself.
 func hopByHop(name string) bool {
@@ -175,16 +124,16 @@ func appendEndToEnd(dst, src httpmsg.Header, request bool) httpmsg.Header {
 		case httpmsg.EqualFold(f.Name, "Upgrade"):
 			upgrade = f.Value
 		case httpmsg.EqualFold(f.Name, "TE"):
-			trailers = trailers || hasToken(f.Value, "trailers")
+			trailers = trailers || httpsyntax.ListHas(f.Value, "trailers")
 		}
 	}
 	for _, f := range src {
-		if hopByHop(f.Name) || (request && isOutboundForwarding(f.Name)) || (conn != "" && hasToken(conn, f.Name)) {
+		if hopByHop(f.Name) || (request && isOutboundForwarding(f.Name)) || (conn != "" && httpsyntax.ListHas(conn, f.Name)) {
 			continue
 		}
 		dst = append(dst, f)
 	}
-	if request && upgrade != "" && hasToken(conn, "upgrade") {
+	if request && upgrade != "" && httpsyntax.ListHas(conn, "upgrade") {
 		dst = append(dst, httpmsg.Field{Name: "Connection", Value: "Upgrade"},
 			httpmsg.Field{Name: "Upgrade", Value: upgrade})
 	}

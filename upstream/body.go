@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"io"
-	"strings"
 )
 
 // respond fills resp from the parsed head: a 101 hands the raw connection
@@ -146,17 +145,4 @@ func (b *respBody) Close() error {
 		b.c.drop()
 	}
 	return nil
-}
-
-func trimSpace(s string) string { return strings.TrimSpace(s) }
-
-// listHas reports whether the comma-separated list v holds tok (ASCII
-// case-insensitive).
-func listHas(v, tok string) bool {
-	for t := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(t), tok) {
-			return true
-		}
-	}
-	return false
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 // conn is one connection to a server. It serves one exchange at a time;
@@ -130,12 +132,12 @@ func (c *conn) exchange(req *Request, resp *Response, bb *bodyBuf) (err error, r
 // protocol (RFC 9110 §7.8). Any other 101 would turn the client connection
 // into a raw pipe nobody asked for.
 func upgradeAgreed(req, resp httpmsg.Header) bool {
-	chosen := trimSpace(resp.Get("Upgrade"))
+	chosen := strings.TrimSpace(resp.Get("Upgrade"))
 	if chosen == "" {
 		return false
 	}
 	for _, f := range req {
-		if httpmsg.EqualFold(f.Name, "Upgrade") && listHas(f.Value, chosen) {
+		if httpmsg.EqualFold(f.Name, "Upgrade") && httpsyntax.ListHas(f.Value, chosen) {
 			return true
 		}
 	}

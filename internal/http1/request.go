@@ -331,9 +331,9 @@ func (h *reqHead) check() reason {
 	return rOK
 }
 
-// dropH2C removes the Upgrade and HTTP2-Settings fields in place, like
-// httpsyntax.StripH2CUpgrade. Connection is left: it is hop-by-hop, and
-// the options it names are gone.
+// dropH2C removes the Upgrade and HTTP2-Settings fields in place, without
+// allocating; the Connection options that name them are left to
+// httpsyntax.StripH2C.
 func dropH2C(hdr httpmsg.Header) httpmsg.Header {
 	out := hdr[:0]
 	for _, f := range hdr {

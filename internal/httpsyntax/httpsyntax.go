@@ -7,8 +7,9 @@
 package httpsyntax
 
 import (
-	"net/http"
 	"strings"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // IsTokenChar reports whether b is a tchar (RFC 9110 §5.6.2).
@@ -46,40 +47,52 @@ func ValidFieldValue(s string) bool {
 	return true
 }
 
-// HasToken reports whether the comma-separated lists in vals hold tok,
-// compared case-insensitively (Connection, Upgrade).
-func HasToken(vals []string, tok string) bool {
-	for _, v := range vals {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(f), tok) {
-				return true
-			}
+// ListHas reports whether the comma-separated list v holds tok, compared
+// case-insensitively (Connection, Upgrade), without allocating.
+func ListHas(v, tok string) bool {
+	for len(v) > 0 {
+		item := v
+		if i := strings.IndexByte(v, ','); i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			v = ""
+		}
+		if httpmsg.EqualFold(strings.Trim(item, " \t"), tok) {
+			return true
 		}
 	}
 	return false
 }
 
-// StripH2CUpgrade removes an HTTP/2 cleartext upgrade offer (RFC 7540
-// §3.2, dropped by RFC 9113 §3.1) from h: the Upgrade and HTTP2-Settings
-// fields and their Connection options. It reports whether there was one.
-func StripH2CUpgrade(h http.Header) bool {
-	if !HasToken(h["Upgrade"], "h2c") {
-		return false
+// StripH2C removes an HTTP/2 cleartext upgrade offer (RFC 7540 §3.2,
+// dropped by RFC 9113 §3.1) from h: the Upgrade and HTTP2-Settings fields
+// and their Connection options. offered says the caller already knows of
+// one (the HTTP/1 parser reports it, and removes the two fields itself);
+// otherwise h is searched for it. A request without one is returned as it
+// is, with no allocation.
+func StripH2C(h httpmsg.Header, offered bool) httpmsg.Header {
+	for i := 0; !offered && i < len(h); i++ {
+		offered = httpmsg.EqualFold(h[i].Name, "Upgrade") && ListHas(h[i].Value, "h2c")
 	}
-	h.Del("Upgrade")
-	h.Del("Http2-Settings")
+	if !offered {
+		return h
+	}
+	h = h.Del("Upgrade").Del("HTTP2-Settings")
 	var keep []string
-	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			f = strings.TrimSpace(f)
-			if f != "" && !strings.EqualFold(f, "upgrade") && !strings.EqualFold(f, "http2-settings") {
-				keep = append(keep, f)
+	for _, f := range h {
+		if !httpmsg.EqualFold(f.Name, "Connection") {
+			continue
+		}
+		for opt := range strings.SplitSeq(f.Value, ",") {
+			opt = strings.TrimSpace(opt)
+			if opt != "" && !strings.EqualFold(opt, "upgrade") && !strings.EqualFold(opt, "http2-settings") {
+				keep = append(keep, opt)
 			}
 		}
 	}
-	h.Del("Connection")
+	h = h.Del("Connection")
 	if len(keep) > 0 {
-		h.Set("Connection", strings.Join(keep, ", "))
+		h = append(h, httpmsg.Field{Name: "Connection", Value: strings.Join(keep, ", ")})
 	}
-	return true
+	return h
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
 
@@ -183,7 +184,7 @@ func (x *exchange) prepare() {
 	req.Close = !f.KeepAlive
 	x.upgrade = f.Upgrade || req.Method == "CONNECT"
 	if f.H2CUpgrade {
-		req.Header = stripH2C(req.Header)
+		req.Header = httpsyntax.StripH2C(req.Header, true)
 	}
 	switch {
 	case f.Chunked:

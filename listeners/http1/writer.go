@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -206,25 +205,7 @@ func ownField(name string) bool {
 // for the connection to end after this response.
 func asksClose(h httpmsg.Header) bool {
 	for _, f := range h {
-		if len(f.Name) == 10 && httpmsg.EqualFold(f.Name, "Connection") && hasToken(f.Value, "close") {
-			return true
-		}
-	}
-	return false
-}
-
-// hasToken reports whether the comma-separated list v holds tok (ASCII
-// case-insensitive), without allocating.
-func hasToken(v, tok string) bool {
-	for len(v) > 0 {
-		i := strings.IndexByte(v, ',')
-		item := v
-		if i >= 0 {
-			item, v = v[:i], v[i+1:]
-		} else {
-			v = ""
-		}
-		if httpmsg.EqualFold(strings.Trim(item, " \t"), tok) {
+		if len(f.Name) == 10 && httpmsg.EqualFold(f.Name, "Connection") && httpsyntax.ListHas(f.Value, "close") {
 			return true
 		}
 	}
