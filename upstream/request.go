@@ -5,8 +5,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 const bodyBufSize = 32 << 10
@@ -136,29 +136,16 @@ func copyChunked(w *bufio.Writer, req *Request, bb *bodyBuf) error {
 			return bodyReadError{err}
 		}
 	}
-	w.WriteString("0\r\n")
+	var trailer httpmsg.Header
 	if req.Trailer != nil {
-		if err := writeFields(w, req.Trailer()); err != nil {
-			return bodyReadError{err}
-		}
+		trailer = req.Trailer()
 	}
-	w.WriteString("\r\n")
+	b, err := http1.AppendLastChunk(w.AvailableBuffer(), trailer)
+	if err != nil {
+		return bodyReadError{err}
+	}
+	w.Write(b)
 	return w.Flush()
-}
-
-// writeFields writes trailer fields, each name and value checked so that
-// none can smuggle a line break upstream.
-func writeFields(w *bufio.Writer, h httpmsg.Header) error {
-	for _, f := range h {
-		if !httpsyntax.ValidToken(f.Name) || !httpsyntax.ValidFieldValue(f.Value) {
-			return errBadHeader
-		}
-		w.WriteString(f.Name)
-		w.WriteString(": ")
-		w.WriteString(f.Value)
-		w.WriteString("\r\n")
-	}
-	return nil
 }
 
 // putChunkSize writes "<hex size>\r\n" right-aligned in b and returns
