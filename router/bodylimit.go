@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/edgeway/edgeway/conf"
-	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // Request body limit (conf.Listener.MaxBodyBytes).
@@ -48,17 +47,7 @@ func (x *exchange) refuseLargeBody() bool {
 
 // tooLarge answers 413. The body is unread, so an HTTP/1 connection must
 // not be reused; on HTTP/2 only the stream ends.
-func (x *exchange) tooLarge() {
-	h := x.errorHeader()
-	if x.in.ProtoMajor == 1 {
-		h = append(h, httpmsg.Field{Name: "Connection", Value: "close"})
-	}
-	x.respHdr = h
-	body := errorBodies[413]
-	if x.w.WriteHead(413, h, int64(len(body))) == nil {
-		x.w.Write(body)
-	}
-}
+func (x *exchange) tooLarge() { x.writeText(413, errorBodies[413], true) }
 
 // limitRead cuts a read that takes the body past limit: it passes on the
 // bytes up to the limit and returns errBodyTooLarge. total is the

@@ -33,7 +33,7 @@ func (x *exchange) forward() {
 	x.buildOutbound()
 	if pol := pool.Retry(); x.out.Body != nil && pol.Attempts > 0 && pol.BodyBuffer > 0 {
 		if err := x.keepBody(pol.BodyBuffer); err != nil {
-			x.bodyFailed(err)
+			x.proxyError(&upstream.BodyError{Err: err}) // nothing was forwarded
 			return
 		}
 	}
@@ -283,9 +283,13 @@ func (x *exchange) proxyError(err error) {
 		// The client's body broke or stalled: its fault, not the server's.
 		level, msg = slog.LevelInfo, "request body failed"
 	}
+	server := "" // none yet when the body failed before a server was picked
+	if x.server != nil {
+		server = x.server.Addr
+	}
 	x.r.log.LogAttrs(context.Background(), level, msg,
 		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
-		slog.String("server", x.server.Addr), slog.Int("status", code), slog.Any("error", err))
+		slog.String("server", server), slog.Int("status", code), slog.Any("error", err))
 	switch code {
 	case statusClientClosed:
 	case 413:
@@ -448,27 +452,6 @@ func (x *exchange) keepBody(limit int64) error {
 	x.bodyBuf = buf
 	x.out.Body = io.MultiReader(bytes.NewReader(buf), x.out.Body)
 	return nil
-}
-
-// bodyFailed answers a request whose body could not be read before a
-// server was tried: the client's fault, nothing was forwarded.
-func (x *exchange) bodyFailed(err error) {
-	code, _ := classify(x.in.Context(), x.cancel.Cause(), &upstream.BodyError{Err: err}, x.tap)
-	x.outcome = upstream.Abandoned
-	level := slog.LevelInfo
-	if code == statusClientClosed {
-		level, x.status = slog.LevelDebug, code
-	}
-	x.r.log.LogAttrs(context.Background(), level, "request body failed",
-		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
-		slog.Int("status", code), slog.Any("error", err))
-	switch code {
-	case statusClientClosed:
-	case 413:
-		x.tooLarge()
-	default:
-		x.plainError(code)
-	}
 }
 
 // isReset reports an upstream read failure that is not a timeout: the

@@ -24,27 +24,23 @@ const textPlain = "text/plain; charset=utf-8"
 
 // plainError answers code with its status text and nothing internal, as
 // http.Error does.
-func (x *exchange) plainError(code int) {
-	body := errorBodies[code]
-	h := x.errorHeader()
+func (x *exchange) plainError(code int) { x.writeText(code, errorBodies[code], false) }
+
+func (x *exchange) notFound() { x.writeText(404, x.l.notFound, false) }
+
+// writeText sends an answer edgeway writes itself: a plain-text body and
+// nothing internal; close asks an HTTP/1 client's connection to end after
+// it (its request body was left unread).
+func (x *exchange) writeText(code int, body []byte, close bool) {
+	h := append(x.respHdr[:0],
+		httpmsg.Field{Name: "Content-Type", Value: textPlain},
+		httpmsg.Field{Name: "X-Content-Type-Options", Value: "nosniff"})
+	if close && x.in.ProtoMajor == 1 {
+		h = append(h, httpmsg.Field{Name: "Connection", Value: "close"})
+	}
 	x.respHdr = h
 	if x.w.WriteHead(code, h, int64(len(body))) == nil {
 		x.w.Write(body)
-	}
-}
-
-// errorHeader is the header of an answer edgeway writes itself.
-func (x *exchange) errorHeader() httpmsg.Header {
-	return append(x.respHdr[:0],
-		httpmsg.Field{Name: "Content-Type", Value: textPlain},
-		httpmsg.Field{Name: "X-Content-Type-Options", Value: "nosniff"})
-}
-
-func (x *exchange) notFound() {
-	h := x.errorHeader()
-	x.respHdr = h
-	if x.w.WriteHead(404, h, int64(len(x.l.notFound))) == nil {
-		x.w.Write(x.l.notFound)
 	}
 }
 
