@@ -87,6 +87,9 @@ func newPool(cfg conf.Upstream, g *group, log *slog.Logger, now func() time.Time
 	for _, sc := range cfg.Servers {
 		s := &Server{Addr: sc.Addr, Weight: sc.Weight, State: state(sc.Addr), pool: p}
 		s.ID = serverID(cfg.Name, sc.Addr)
+		if cfg.Balance.Policy == conf.Sticky {
+			s.setCookie = cfg.Balance.Name + "=" + s.ID + "; Path=/; HttpOnly; SameSite=Lax"
+		}
 		p.servers = append(p.servers, s)
 		p.adopt(s)
 	}

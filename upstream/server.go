@@ -46,6 +46,9 @@ type Server struct {
 	ID    string
 	State *ServerState
 	pool  *Pool
+	// setCookie is the Set-Cookie value that pins a client to the server
+	// in a sticky pool, built with the pool.
+	setCookie string
 }
 
 // Done ends a request started by Pick and records how it went. Every

@@ -78,7 +78,7 @@ func (p *Pool) StickyCookie(req *httpmsg.Request, s *Server) string {
 			return ""
 		}
 	}
-	return p.cfg.Balance.Name + "=" + s.ID + "; Path=/; HttpOnly; SameSite=Lax"
+	return s.setCookie
 }
 
 // cookie finds a cookie's value in the Cookie fields (HTTP/2 may split
