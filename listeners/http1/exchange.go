@@ -37,7 +37,6 @@ type exchange struct {
 	tryN          int                   // firstRead's result
 	tryErr        error
 	tryFn         func(fd uintptr) bool // x.tryRead, bound once
-	probe         http1.Chunked         // badChunkedPrefix's decoder
 }
 
 func newExchange(s *Server) *exchange {
@@ -140,9 +139,6 @@ func (x *exchange) skipEmptyLines() bool {
 // ok is false when the connection leaves this Serve call with act.
 func (x *exchange) serveOne() (act engine.Action, ok bool) {
 	x.prepare()
-	if x.badChunkedPrefix() {
-		return x.refuse(http.StatusBadRequest, "bad chunked framing"), false
-	}
 	if !x.callHandler() {
 		if x.rw.status != 0 {
 			x.c.Abort() // a started response must not look complete
@@ -150,31 +146,6 @@ func (x *exchange) serveOne() (act engine.Action, ok bool) {
 		return engine.Close, false
 	}
 	return x.finish()
-}
-
-// badChunkedPrefix checks the framing of the chunked body bytes that came
-// with the head, before the handler runs: a client whose framing is
-// already broken there (a bad size line, an overlong extension) is
-// answered 400 and nothing of its request is forwarded. Framing that
-// breaks later is found while the handler streams the body.
-func (x *exchange) badChunkedPrefix() bool {
-	if !x.f.Chunked || x.r == x.w {
-		return false
-	}
-	probe := &x.probe // reused: its trailer buffers do not allocate again
-	probe.Reset()
-	probe.MaxExtBytes, probe.MaxTrailerBytes = x.body.dec.MaxExtBytes, x.body.dec.MaxTrailerBytes
-	for in := x.buf[x.r:x.w]; len(in) > 0 && !probe.Done(); {
-		n, _, err := probe.Next(in)
-		if err != nil {
-			return true
-		}
-		if n == 0 {
-			break
-		}
-		in = in[n:]
-	}
-	return false
 }
 
 // prepare completes the request ParseRequest filled.

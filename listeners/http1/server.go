@@ -25,9 +25,6 @@ const (
 	// 431, as Go's server allows (so that the limit counts fields, not the
 	// bytes of the read that crossed it).
 	headSlack = 4 << 10
-	// bodyRoom is the least free room behind a head that a chunked body
-	// needs for its size lines and trailers.
-	bodyRoom = 2 << 10
 	// maxDrain is how much of a body the handler left unread is read and
 	// dropped to keep the connection; a longer rest closes it (net/http's
 	// maxPostHandlerReadBytes).
