@@ -77,7 +77,7 @@ func BenchmarkChunked(b *testing.B) {
 	var body []byte
 	chunk := make([]byte, 4096)
 	for range 16 {
-		body = AppendChunk(body, chunk)
+		body = append(append(AppendChunkHeader(body, len(chunk)), chunk...), "\r\n"...)
 	}
 	body, _ = AppendLastChunk(body, httpmsg.Header{{Name: "T", Value: "v"}})
 	c := Chunked{Trailer: make(httpmsg.Header, 0, 2), TrailerBuf: make([]byte, 0, 64)}
@@ -91,18 +91,6 @@ func BenchmarkChunked(b *testing.B) {
 				b.Fatal(err)
 			}
 			i += n
-		}
-	}
-}
-
-func BenchmarkAppendResponseHead(b *testing.B) {
-	h := httpmsg.Header{{Name: "Content-Type", Value: "text/html"}, {Name: "Cache-Control", Value: "max-age=600"}, {Name: "Vary", Value: "Accept-Encoding"}}
-	buf := make([]byte, 0, 512)
-	b.ReportAllocs()
-	for b.Loop() {
-		var err error
-		if buf, err = AppendResponseHead(buf[:0], 200, h, HeadOptions{ContentLength: 5120}); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -18,6 +18,6 @@
 // browser request head (13 lines, 539 bytes) takes about 0.9 µs and no
 // allocation once req.Header has room for its fields (net/http's
 // ReadRequest: 7.4 µs, 24 allocations, 1.9 KB); a 7-field response head
-// 0.22 µs; chunked decoding of 64 KiB in 4 KiB chunks 0.75 µs; writing a
-// response head 0.11 µs; none allocates.
+// 0.22 µs; chunked decoding of 64 KiB in 4 KiB chunks 0.75 µs; none
+// allocates.
 package http1

@@ -12,7 +12,6 @@ import (
 // Errors of the writers: what they were asked to write would not be one
 // well-formed line.
 var (
-	ErrBadStatus = errors.New("http1: status code out of range")
 	ErrBadMethod = errors.New("http1: invalid method")
 	ErrBadTarget = errors.New("http1: invalid request target")
 	ErrBadHost   = errors.New("http1: invalid Host")
@@ -30,49 +29,10 @@ func init() {
 	}
 }
 
-// HeadOptions are the framing fields AppendResponseHead writes.
-type HeadOptions struct {
-	// ContentLength, when >= 0, is sent as Content-Length (never with a
-	// 1xx or 204: RFC 9110 §8.6). Negative: no Content-Length.
-	ContentLength int64
-	// Chunked sends Transfer-Encoding: chunked when no Content-Length is
-	// sent (never with a 1xx, 204 or 304).
-	Chunked bool
-	// Close sends Connection: close.
-	Close bool
-	// KeepAlive sends Connection: keep-alive (for an HTTP/1.0 client).
-	KeepAlive bool
-}
-
-// AppendResponseHead appends an HTTP/1.1 status line, h's fields, the
-// framing fields o asks for and the empty line to b. Content-Length and
-// Transfer-Encoding fields in h are skipped: the framing is o's (and Host). Every
-// name and value is checked (ErrBadField), so that a field cannot split
-// the response; status must be 100 to 999 (ErrBadStatus). On error b is
-// returned unchanged.
-func AppendResponseHead(b []byte, status int, h httpmsg.Header, o HeadOptions) ([]byte, error) {
-	if status < 100 || status >= len(statusLines) {
-		return b, ErrBadStatus
-	}
-	start := len(b)
-	b = append(b, statusLines[status]...)
-	b, err := appendFields(b, h, false)
-	if err != nil {
-		return b[:start], err
-	}
-	bodyless := status < 200 || status == 204
-	switch {
-	case o.ContentLength >= 0 && !bodyless:
-		b = appendLength(b, o.ContentLength)
-	case o.Chunked && !bodyless && status != 304:
-		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	}
-	if o.Close {
-		b = append(b, "Connection: close\r\n"...)
-	} else if o.KeepAlive {
-		b = append(b, "Connection: keep-alive\r\n"...)
-	}
-	return append(b, "\r\n"...), nil
+// AppendStatusLine appends "HTTP/1.1 NNN Reason\r\n" from a table built
+// once; status must be 100 to 999.
+func AppendStatusLine(b []byte, status int) []byte {
+	return append(b, statusLines[status]...)
 }
 
 // AppendRequestHead appends an HTTP/1.1 request head for an upstream
@@ -173,16 +133,6 @@ func appendLength(b []byte, n int64) []byte {
 // size is the last chunk, AppendLastChunk.
 func AppendChunkHeader(b []byte, n int) []byte {
 	b = strconv.AppendUint(b, uint64(n), 16)
-	return append(b, "\r\n"...)
-}
-
-// AppendChunk appends data as one chunk; nothing for empty data.
-func AppendChunk(b, data []byte) []byte {
-	if len(data) == 0 {
-		return b
-	}
-	b = AppendChunkHeader(b, len(data))
-	b = append(b, data...)
 	return append(b, "\r\n"...)
 }
 

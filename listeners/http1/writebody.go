@@ -4,10 +4,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
@@ -44,8 +44,7 @@ func (w *writer) Write(p []byte) (int, error) {
 
 // writeChunk sends p as one chunk.
 func (w *writer) writeChunk(p []byte) error {
-	w.wbuf = strconv.AppendInt(w.wbuf, int64(len(p)), 16)
-	w.wbuf = append(w.wbuf, "\r\n"...)
+	w.wbuf = http1.AppendChunkHeader(w.wbuf, len(p))
 	if len(w.wbuf)+len(p)+2 <= cap(w.wbuf) {
 		w.wbuf = append(w.wbuf, p...)
 		w.wbuf = append(w.wbuf, "\r\n"...)

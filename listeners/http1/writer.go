@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
@@ -165,11 +166,7 @@ func (w *writer) appendHead(b []byte, status int, h httpmsg.Header) []byte {
 }
 
 func (w *writer) appendStatus(b []byte, status int) []byte {
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(status)...)
-	return append(b, "\r\n"...)
+	return http1.AppendStatusLine(b, status)
 }
 
 // appendFields appends the fields of h that may be sent: valid ones, less
