@@ -1,8 +1,10 @@
 // Package http1 reads and writes HTTP/1.1 message heads and chunked
 // bodies (RFC 9112) as pure functions over byte slices: the HTTP/1
 // server parses requests from its pooled read buffer with ParseRequest
-// and Chunked, the upstream client writes with AppendRequestHead and
-// reads with ParseResponse. There is no I/O and no goroutine here.
+// and Chunked and takes its status and chunk-size lines from
+// AppendStatusLine and AppendChunkHeader; the upstream client writes
+// with AppendRequestHead and AppendLastChunk and reads with
+// ParseResponse. There is no I/O and no goroutine here.
 //
 // It is strict in RFC 9112's framing rules (both Content-Length and
 // Transfer-Encoding, conflicting or signed lengths, a Transfer-Encoding

@@ -13,9 +13,6 @@ import (
 	"github.com/edgeway/edgeway/listeners/engine"
 )
 
-// preface starts every HTTP/2 connection (RFC 9113 §3.4).
-var preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-
 // step is where reading a head stands.
 type step int
 
@@ -62,9 +59,9 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 func (x *exchange) parseHead(first bool) (step, engine.Action) {
 	b := x.buf[x.r:x.w]
 	if first && x.s.cfg.H2C != nil {
-		n := min(len(b), len(preface))
-		if bytes.Equal(b[:n], preface[:n]) {
-			if n < len(preface) {
+		n := min(len(b), len(http1.Preface))
+		if string(b[:n]) == http1.Preface[:n] {
+			if n < len(http1.Preface) {
 				return needMore, 0 // a partial preface: wait for the rest
 			}
 			return leave, x.handOver()
@@ -182,13 +179,9 @@ var _ net.Conn = (*preConn)(nil)
 // that the client reads the answer.
 func (x *exchange) refuse(status int, reason string) engine.Action {
 	x.s.log.Debug("refused request", "remote", x.remote, "status", status, "reason", reason)
-	b := x.rw.wbuf[:0]
 	text := http.StatusText(status)
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	b = append(b, text...)
-	b = append(b, "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nDate: "...)
+	b := http1.AppendStatusLine(x.rw.wbuf[:0], status)
+	b = append(b, "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\nDate: "...)
 	b = append(b, dates.get(time.Now())...)
 	b = append(b, "\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(len(text)+5), 10)

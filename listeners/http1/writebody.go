@@ -200,7 +200,7 @@ func (w *writer) end() error {
 		w.Abort()
 		return w.err
 	}
-	if w.noBody && w.x.req.Method == "CONNECT" && w.status < 300 {
+	if w.connect2xx() {
 		w.close = true
 	}
 	return w.flush()
@@ -212,7 +212,7 @@ func (w *writer) end() error {
 // buffered behind the request, and carries the tunnel once Serve returns.
 func (w *writer) Tunnel(up net.Conn, pre []byte) error {
 	x := w.x
-	ok := w.status == http.StatusSwitchingProtocols || (x.req.Method == "CONNECT" && w.status >= 200 && w.status < 300)
+	ok := w.status == http.StatusSwitchingProtocols || w.connect2xx()
 	err := w.err
 	switch {
 	case err != nil:

@@ -100,7 +100,7 @@ func (w *writer) writeInterim(status int, h httpmsg.Header) error {
 		}
 		w.cont = true
 	}
-	b := w.appendStatus(w.wbuf, status)
+	b := http1.AppendStatusLine(w.wbuf, status)
 	b = appendFields(b, h)
 	w.wbuf = append(b, "\r\n"...)
 	return w.flush()
@@ -119,11 +119,11 @@ func (w *writer) sendContinue() error {
 func (w *writer) frame(status int, bodyLen int64) {
 	x := w.x
 	req := &x.req
-	connect2xx := req.Method == "CONNECT" && status < 300
-	w.noBody = req.Method == "HEAD" || status == 204 || status == 304 || status == 101 || connect2xx
+	tunnel := status == 101 || w.connect2xx()
+	w.noBody = req.Method == "HEAD" || status == 204 || status == 304 || tunnel
 	w.clen = bodyLen
 	switch {
-	case status == 101 || connect2xx:
+	case tunnel:
 		w.clen = -1 // a tunnel follows, or the connection closes
 	case w.noBody || bodyLen >= 0:
 	case req.ProtoMinor > 0:
@@ -139,7 +139,7 @@ func (w *writer) frame(status int, bodyLen int64) {
 // appendHead appends the status line, the handler's fields, Date, framing
 // and connection fields, and the blank line.
 func (w *writer) appendHead(b []byte, status int, h httpmsg.Header) []byte {
-	b = w.appendStatus(b, status)
+	b = http1.AppendStatusLine(b, status)
 	b = appendFields(b, h)
 	if !h.Has("Date") {
 		b = append(b, "Date: "...)
@@ -157,16 +157,12 @@ func (w *writer) appendHead(b []byte, status int, h httpmsg.Header) []byte {
 	switch {
 	case status == 101:
 		b = append(b, "Connection: upgrade\r\n"...)
-	case w.close && !(w.x.req.Method == "CONNECT" && status < 300):
+	case w.close && !w.connect2xx():
 		b = append(b, "Connection: close\r\n"...)
 	case !w.close && w.x.req.ProtoMinor == 0:
 		b = append(b, "Connection: keep-alive\r\n"...)
 	}
 	return append(b, "\r\n"...)
-}
-
-func (w *writer) appendStatus(b []byte, status int) []byte {
-	return http1.AppendStatusLine(b, status)
 }
 
 // appendFields appends the fields of h that may be sent: valid ones, less
@@ -196,6 +192,12 @@ func ownField(name string) bool {
 		return httpmsg.EqualFold(name, "Transfer-Encoding")
 	}
 	return false
+}
+
+// connect2xx reports whether the head written is a 2xx to CONNECT: a
+// tunnel follows, or the connection closes (RFC 9110 §9.3.6).
+func (w *writer) connect2xx() bool {
+	return w.x.req.Method == "CONNECT" && w.status >= 200 && w.status < 300
 }
 
 // asksClose reports whether h has "Connection: close": the handler asks
