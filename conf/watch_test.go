@@ -81,6 +81,13 @@ func (p *watchProbe) waitReloads(t *testing.T, n int64) {
 	testutil.Eventually(t, waitTimeout, func() bool { return p.reloads.Load() >= n }, "%d reloads, want %d", p.reloads.Load(), n)
 }
 
+// quietDebounce is the debounce of the tests that use quiet. Rewriting a
+// file in place is two events (the truncating open, then the write); a
+// comparison between them sees the file empty and reloads, so the
+// debounce must outlast any pause of the writing goroutine between the
+// two system calls, which a loaded CI machine can stretch well past 20ms.
+const quietDebounce = 500 * time.Millisecond
+
 // quiet makes a change and checks that the comparison it causes finds
 // nothing to reload.
 func (p *watchProbe) quiet(t *testing.T, change func()) {
@@ -123,7 +130,7 @@ func TestWatchWriteInPlace(t *testing.T) {
 
 func TestWatchSameContentDoesNotReload(t *testing.T) {
 	t.Parallel()
-	dir, p := startWatch(t, "edgeway.conf", watchFiles, 20*time.Millisecond)
+	dir, p := startWatch(t, "edgeway.conf", watchFiles, quietDebounce)
 	p.quiet(t, func() { write(t, filepath.Join(dir, "routes/a.routes"), watchFiles["routes/a.routes"]) })
 	p.quiet(t, func() {
 		now := time.Now()
@@ -134,7 +141,7 @@ func TestWatchSameContentDoesNotReload(t *testing.T) {
 
 func TestWatchUnrelatedFiles(t *testing.T) {
 	t.Parallel()
-	dir, p := startWatch(t, "edgeway.conf", watchFiles, 20*time.Millisecond)
+	dir, p := startWatch(t, "edgeway.conf", watchFiles, quietDebounce)
 	p.quiet(t, func() { write(t, filepath.Join(dir, "notes.txt"), "hello") })
 	p.quiet(t, func() { write(t, filepath.Join(dir, "routes/.a.routes.swp"), "vim") })
 	p.quiet(t, func() { write(t, filepath.Join(dir, "routes/README"), "not a route file") })
@@ -222,10 +229,11 @@ func TestWatchFollowsIncludes(t *testing.T) {
 
 // TestWatchBurst writes a file 50 times in a row: the writes are debounced
 // into one reload, or a few on a slow machine, and the last one sees the
-// final content.
+// final content. Each pause of the writing loop longer than the debounce
+// can add a reload; 250ms leaves a loaded CI machine a wide margin.
 func TestWatchBurst(t *testing.T) {
 	t.Parallel()
-	dir, p := startWatch(t, "edgeway.conf", watchFiles, 100*time.Millisecond)
+	dir, p := startWatch(t, "edgeway.conf", watchFiles, 250*time.Millisecond)
 	var last string
 	for i := range 50 {
 		last = fmt.Sprintf("# write %d\n", i)

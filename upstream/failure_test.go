@@ -113,10 +113,27 @@ func TestContextCancelMidBody(t *testing.T) {
 
 func TestContextCancelBeforeHead(t *testing.T) {
 	t.Parallel()
-	addr, _ := rawUpstream(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	arrived := make(chan struct{}, 1)
+	addr, _ := rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err == nil {
+			arrived <- struct{}{}
+		}
+		io.Copy(io.Discard, br)
+	})
 	tr := newTestTransport(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
+	defer cancel()
+	// Cancel once the upstream holds the request, so that the transport
+	// is waiting for the head: no timer that a loaded machine could fire
+	// before the request is even sent, or after the response timeout.
+	go func() {
+		select {
+		case <-arrived:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)

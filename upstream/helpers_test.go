@@ -126,6 +126,15 @@ func (c *clock) Advance(d time.Duration) {
 // testPool builds a pool with a seeded random source, the test's log and
 // now as its clock (time.Now when nil), and starts its checks.
 func testPool(t testing.TB, cfg conf.Upstream, now func() time.Time) *Pool {
+	p := uncheckedPool(t, cfg, now)
+	p.startChecks()
+	return p
+}
+
+// uncheckedPool is testPool without the active health-check loops, for a
+// test that feeds check results itself (reportCheck): a loop's first
+// check runs at once, whatever the interval, and would race with it.
+func uncheckedPool(t testing.TB, cfg conf.Upstream, now func() time.Time) *Pool {
 	if now == nil {
 		now = time.Now
 	}
@@ -135,7 +144,6 @@ func testPool(t testing.TB, cfg conf.Upstream, now func() time.Time) *Pool {
 	p := newPool(cfg, g, slog.New(slog.NewTextHandler(testWriter{t}, nil)), now,
 		func() uint64 { rmu.Lock(); defer rmu.Unlock(); return rnd.Uint64() },
 		func(string) *ServerState { return newServerState(g, now(), true) })
-	p.startChecks()
 	t.Cleanup(func() {
 		p.Close()
 		p.waitChecks(5 * time.Second)

@@ -89,8 +89,12 @@ func TestConnectionLimitTimeout(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	addr := gated(t, release)
+	// The connect timeout also bounds the first request's dial, which
+	// must succeed: 1s is a margin a loaded CI machine cannot miss on
+	// loopback, where 100ms could time the dial out and free the slot.
+	const connectTimeout = time.Second
 	tr := newTestTransport(t, func(u *conf.Upstream) {
-		u.MaxConnections, u.MaxPending, u.ConnectTimeout = 1, 4, 100*time.Millisecond
+		u.MaxConnections, u.MaxPending, u.ConnectTimeout = 1, 4, connectTimeout
 	})
 	go fetch(tr, addr)
 	testutil.WaitFor(t, "the first request to hold the connection", func() bool {
@@ -104,7 +108,7 @@ func TestConnectionLimitTimeout(t *testing.T) {
 	if !errors.As(err, &le) || le.Limit != "max_connections" {
 		t.Fatalf("second request: %v, want a max_connections LimitError", err)
 	}
-	if d := time.Since(start); d < 100*time.Millisecond {
+	if d := time.Since(start); d < connectTimeout {
 		t.Errorf("gave up after %v, before the connect timeout", d)
 	}
 }

@@ -24,7 +24,9 @@ func TestKilledServerEjectedThenRampsBack(t *testing.T) {
 	cfg.Outlier = &conf.Outlier{Consecutive5xx: 5, ConsecutiveConnectFailures: 3,
 		BaseEjection: 300 * time.Millisecond, MaxEjection: 5 * time.Second, MaxEjectionPercent: 50}
 	hc := conf.DefaultHealthCheck()
-	hc.Interval, hc.Timeout, hc.Healthy, hc.Unhealthy, hc.InitialHealthy = 50*time.Millisecond, 40*time.Millisecond, 2, 3, true
+	// A killed server refuses connections at once; the timeout only has to
+	// let the live servers' checks pass on a loaded machine, so it is long.
+	hc.Interval, hc.Timeout, hc.Healthy, hc.Unhealthy, hc.InitialHealthy = 50*time.Millisecond, time.Second, 2, 3, true
 	cfg.Health = &hc
 	cfg.SlowStart = 500 * time.Millisecond
 	p := testPool(t, cfg, nil)
@@ -60,14 +62,17 @@ func TestHangingServerFailsHealthChecks(t *testing.T) {
 	b.mode.Store(modeHang)
 	cfg := poolConf(a.addr, b.addr)
 	hc := conf.DefaultHealthCheck()
-	hc.Interval, hc.Timeout, hc.Unhealthy, hc.InitialHealthy = 30*time.Millisecond, 30*time.Millisecond, 2, true
+	// The timeout applies to a's checks too: two of a's in a row timing out
+	// on a loaded machine would leave no server healthy, and panic mode
+	// would then pick b. 1s is a margin a loaded CI machine cannot miss.
+	hc.Interval, hc.Timeout, hc.Unhealthy, hc.InitialHealthy = 30*time.Millisecond, time.Second, 2, true
 	cfg.Health = &hc
 	p := testPool(t, cfg, nil)
 	start := time.Now()
 	testutil.WaitFor(t, "hanging server unhealthy", func() bool { return stateOf(p, b.addr).State == Unhealthy })
 	st := stateOf(p, b.addr)
 	t.Logf("hang -> unhealthy in %v: %s", time.Since(start), st.Reason)
-	if !strings.Contains(st.Reason, "timeout after 30ms") {
+	if !strings.Contains(st.Reason, "timeout after "+hc.Timeout.String()) {
 		t.Errorf("reason = %q, want the timeout", st.Reason)
 	}
 	for range 20 {
@@ -175,7 +180,10 @@ func TestPanicThreshold(t *testing.T) {
 	hc.Interval, hc.Unhealthy, hc.InitialHealthy = time.Hour, 1, true
 	cfg.Health = &hc
 	cfg.PanicThreshold = 50
-	q := testPool(t, cfg, nil)
+	// The test reports the checks itself: real ones would probe a:1..d:1
+	// at once (a loop's first check does not wait for the interval) and
+	// mark servers unhealthy behind its back.
+	q := uncheckedPool(t, cfg, nil)
 	fail := func(addr string) { q.reportCheck(q.Server(addr), healthFail("status 500")) }
 	picked := func() map[string]int {
 		m := map[string]int{}

@@ -13,6 +13,11 @@ import (
 	"github.com/edgeway/edgeway/conf"
 )
 
+// checkTimeout bounds the checks of a live loopback server. No test here
+// is about the timeout, so it is a margin a loaded CI machine (with -race)
+// cannot miss; a passing check takes milliseconds.
+const checkTimeout = 10 * time.Second
+
 func TestHTTPCheck(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +50,7 @@ func TestHTTPCheck(t *testing.T) {
 			t.Parallel()
 			cfg := conf.DefaultHealthCheck()
 			tc.mod(&cfg)
-			r := CheckTimeout(context.Background(), New(cfg), addr, time.Second)
+			r := CheckTimeout(context.Background(), New(cfg), addr, checkTimeout)
 			if r.OK != tc.ok || tc.reason != "" && r.Reason != tc.reason {
 				t.Errorf("check = %+v, want ok %v reason %q", r, tc.ok, tc.reason)
 			}
@@ -61,11 +66,11 @@ func TestTCPCheck(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	cfg := conf.HealthCheck{Type: "tcp"}
-	if r := CheckTimeout(context.Background(), New(cfg), addr, time.Second); !r.OK {
+	if r := CheckTimeout(context.Background(), New(cfg), addr, checkTimeout); !r.OK {
 		t.Errorf("open port: %+v", r)
 	}
 	ln.Close()
-	if r := CheckTimeout(context.Background(), New(cfg), addr, time.Second); r.OK || !strings.Contains(r.Reason, "connect: ") {
+	if r := CheckTimeout(context.Background(), New(cfg), addr, checkTimeout); r.OK || !strings.Contains(r.Reason, "connect: ") {
 		t.Errorf("closed port: %+v", r)
 	}
 }
@@ -94,12 +99,23 @@ func TestRunStopsAndRecovers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	calls, panics := make(chan struct{}, 10), make(chan any, 10)
 	done := make(chan struct{})
+	// The loop checks every millisecond until cancel: its sends must not
+	// block once the buffers are full, or a test goroutine slow to reach
+	// cancel (a loaded machine) would leave Run stuck in a check.
 	go func() {
 		defer close(done)
 		Run(ctx, time.Millisecond, 0, nil, func(context.Context) {
-			calls <- struct{}{}
+			select {
+			case calls <- struct{}{}:
+			default:
+			}
 			panic("boom")
-		}, func(v any) { panics <- v })
+		}, func(v any) {
+			select {
+			case panics <- v:
+			default:
+			}
+		})
 	}()
 	<-calls
 	<-calls // a second call: the first panic did not end the loop
