@@ -84,10 +84,15 @@ func Next(interval time.Duration, jitter int, rnd Rand) time.Duration {
 func CheckTimeout(ctx context.Context, c Checker, addr string, timeout time.Duration) Result {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	start := time.Now()
 	r := c.Check(ctx, addr)
 	r.Latency = time.Since(start)
-	if !r.OK && (ctx.Err() == context.DeadlineExceeded || r.Latency >= timeout) {
+	// A connection deadline set from ctx can end the check before ctx's own
+	// timer has marked it done (that timer's goroutine may not have run
+	// yet), and the latency, taken after ctx was made, can be a hair under
+	// timeout: the clock against the deadline is what says it timed out.
+	if !r.OK && (ctx.Err() == context.DeadlineExceeded || !time.Now().Before(deadline)) {
 		r.Reason = fmt.Sprintf("timeout after %v (%s)", timeout, r.Reason)
 	}
 	return r
