@@ -26,8 +26,11 @@ type Config struct {
 
 	Listeners []Listener
 	Admin     *Admin // nil when the main file has no admin block
-	Log       Log
-	Runtime   Runtime
+	// TLS is the top-level tls block (certificates); nil when there is
+	// none. Load refuses a TLS listener without one.
+	TLS     *TLSStore
+	Log     Log
+	Runtime Runtime
 	// ShutdownDelay is how long edgeway keeps serving after SIGTERM with
 	// /readyz already answering 503, so that a load balancer in front
 	// stops sending before the listeners close; set it to the balancer's
@@ -59,8 +62,23 @@ type Listener struct {
 	Name string
 	Addr string // host:port as written; ":8080" listens on every address
 	// Protocols the listener speaks: "http1", "h2c" (cleartext HTTP/2 with
-	// prior knowledge). Default: http1 and h2c.
+	// prior knowledge), "tls" (the listener terminates TLS, or passes it
+	// through for `tcp route`s), "h2" (HTTP/2 over TLS, by ALPN; needs
+	// tls). Default: http1 and h2c.
 	Protocols []string
+	// TLS holds the listener's TLS settings; non-nil exactly when
+	// Protocols has "tls".
+	TLS *ListenerTLS
+	// ProxyProtocol, when non-nil, requires a PROXY protocol header from
+	// its trusted peers and refuses every other peer.
+	ProxyProtocol *ProxyProtocol
+	// RedirectHTTPS, when non-zero, answers every request on this
+	// listener with a 308 redirect to https on this port
+	// (`redirect_https [PORT]`, default port 443; port 443 is left out of
+	// the URL). Routes are not consulted.
+	RedirectHTTPS int
+	// H2 holds the HTTP/2 limits (for h2 and h2c).
+	H2 H2Limits
 	// ReadHeaderTimeout bounds the time to read a request's headers; a
 	// client slower than this is disconnected. Default 10s.
 	ReadHeaderTimeout time.Duration
@@ -251,7 +269,11 @@ type Upstream struct {
 	// MaxConnections (`max_pending N`); more fail at once with 503.
 	// Default 0: none may wait when the limit is reached.
 	MaxPending int
-	Pos        Pos
+	// SendProxy is "v1" or "v2" when each new connection to a server
+	// starts with a PROXY protocol header carrying the client's address
+	// (`send_proxy v1|v2`), for HTTP and TCP routes. Default "": none.
+	SendProxy string
+	Pos       Pos
 }
 
 // Server is one `server ADDR [weight N]` line.
@@ -303,6 +325,7 @@ const (
 	RemoveResponseHeader MiddlewareKind = "remove_response_header" // Name
 	Redirect             MiddlewareKind = "redirect"               // Code, Arg: target; "$path" is the request path, "$query" the raw query
 	Respond              MiddlewareKind = "respond"                // Code, Arg: body
+	RedirectHTTPS        MiddlewareKind = "redirect_https"         // Code (default 308), Arg: port ("" for 443); only requests not over TLS are redirected
 )
 
 // Middleware is one middleware line of a route.
