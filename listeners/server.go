@@ -16,14 +16,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/http1"
 )
@@ -36,22 +32,13 @@ const (
 	DefaultMaxHeaderBytes    = 32 << 10
 )
 
-// HTTP/2 limits; the header list limit is MaxHeaderBytes.
-const (
-	h2MaxConcurrentStreams = 250
-	h2SendPingTimeout      = 30 * time.Second // ping a connection silent this long
-	h2PingTimeout          = 15 * time.Second
-	h2WriteByteTimeout     = 30 * time.Second // close a peer that stops reading
-)
-
 // Server is one cleartext listener. Its methods are safe for concurrent
 // use.
 type Server struct {
 	name string
 	eng  *engine.Engine
 	h1   *http1.Server
-	h2   *http2.Server
-	base *http.Server // settings and graceful shutdown of the h2c connections
+	h2   *h2Front // nil when the listener serves no HTTP/2
 }
 
 // Listen binds cfg.Addr and prepares h to be served on it; Serve starts
@@ -74,24 +61,12 @@ func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, er
 		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
 	}
 	if h2c {
-		s.base = &http.Server{
-			Handler:           stdhttp.Handler(h),
-			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-			IdleTimeout:       cfg.IdleTimeout,
-			MaxHeaderBytes:    cfg.MaxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-		s.h2 = &http2.Server{
-			MaxConcurrentStreams: h2MaxConcurrentStreams,
-			IdleTimeout:          cfg.IdleTimeout,
-			ReadIdleTimeout:      h2SendPingTimeout,
-			PingTimeout:          h2PingTimeout,
-			WriteByteTimeout:     h2WriteByteTimeout,
-		}
-		if err := http2.ConfigureServer(s.base, s.h2); err != nil {
+		f, err := newH2Front(cfg, h, log)
+		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 		}
-		hc.H2C = s.serveH2C
+		s.h2 = f
+		hc.H2C = f.serve
 	}
 	s.h1 = http1.New(hc)
 	eng, err := engine.Listen(engine.ConfigFrom(cfg), s.h1, log)
@@ -143,12 +118,6 @@ func servesH2C(names []string) (bool, error) {
 	return h2c, nil
 }
 
-// serveH2C serves one HTTP/2 connection with prior knowledge until it
-// ends.
-func (s *Server) serveH2C(c net.Conn) {
-	s.h2.ServeConn(c, &http2.ServeConnOpts{BaseConfig: s.base, Handler: s.base.Handler})
-}
-
 // Addr returns the address the listener is bound to.
 func (s *Server) Addr() net.Addr { return s.eng.Addr() }
 
@@ -168,10 +137,8 @@ func (s *Server) Serve() error {
 // tunnels to finish. When ctx ends first, it closes every connection and
 // returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.base != nil {
-		// Runs the h2 servers' graceful shutdown hooks (GOAWAY on every
-		// h2c connection); base has no listener of its own.
-		_ = s.base.Shutdown(ctx)
+	if s.h2 != nil {
+		s.h2.shutdown(ctx)
 	}
 	if err := s.eng.Shutdown(ctx); err != nil {
 		return fmt.Errorf("listener %s: forced close: %w", s.name, err)
