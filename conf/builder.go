@@ -23,6 +23,22 @@ type builder struct {
 	names   map[string]map[string]routes.Pos
 	refs    []ref
 	addrs   []boundAddr
+	// tlsListeners and tcpTo are kept for the checks validate runs once
+	// every block is read.
+	tlsListeners []namedPos
+	tcpTo        []tcpTo
+}
+
+// namedPos is a block's name and position.
+type namedPos struct {
+	name string
+	pos  routes.Pos
+}
+
+// tcpTo is the `to UPSTREAM` line of a tcp route.
+type tcpTo struct {
+	route, upstream string
+	pos             routes.Pos
 }
 
 // ref is a name used before it can be checked: `to UPSTREAM`,

@@ -64,7 +64,10 @@ type Listener struct {
 	// Protocols the listener speaks: "http1", "h2c" (cleartext HTTP/2 with
 	// prior knowledge), "tls" (the listener terminates TLS, or passes it
 	// through for `tcp route`s), "h2" (HTTP/2 over TLS, by ALPN; needs
-	// tls). Default: http1 and h2c.
+	// tls). On a TLS listener "http1" and "h2" are the protocols offered
+	// by ALPN, and h2c is refused; when neither is written Load appends
+	// "h2" and "http1". Otherwise in the order written. Default: http1
+	// and h2c.
 	Protocols []string
 	// TLS holds the listener's TLS settings; non-nil exactly when
 	// Protocols has "tls".
@@ -75,9 +78,11 @@ type Listener struct {
 	// RedirectHTTPS, when non-zero, answers every request on this
 	// listener with a 308 redirect to https on this port
 	// (`redirect_https [PORT]`, default port 443; port 443 is left out of
-	// the URL). Routes are not consulted.
+	// the URL); router.RedirectHTTPS is the handler. Routes are not
+	// consulted. Default 0: off; never set on a TLS listener.
 	RedirectHTTPS int
-	// H2 holds the HTTP/2 limits (for h2 and h2c).
+	// H2 holds the HTTP/2 limits (for h2 and h2c), defaults filled in
+	// (DefaultH2Limits) whether or not the listener has an h2 block.
 	H2 H2Limits
 	// ReadHeaderTimeout bounds the time to read a request's headers; a
 	// client slower than this is disconnected. Default 10s.
@@ -273,7 +278,13 @@ type Upstream struct {
 	// starts with a PROXY protocol header carrying the client's address
 	// (`send_proxy v1|v2`), for HTTP and TCP routes. Default "": none.
 	SendProxy string
-	Pos       Pos
+	// Protocol is how HTTP requests reach the servers (`protocol
+	// http1|h2c`): "http1", or "h2c" (cleartext HTTP/2 with prior
+	// knowledge, as gRPC servers speak it). A tcp route cannot use an h2c
+	// upstream: it forwards raw bytes. Default "http1"; "" is read as
+	// "http1".
+	Protocol string
+	Pos      Pos
 }
 
 // Server is one `server ADDR [weight N]` line.
@@ -325,7 +336,7 @@ const (
 	RemoveResponseHeader MiddlewareKind = "remove_response_header" // Name
 	Redirect             MiddlewareKind = "redirect"               // Code, Arg: target; "$path" is the request path, "$query" the raw query
 	Respond              MiddlewareKind = "respond"                // Code, Arg: body
-	RedirectHTTPS        MiddlewareKind = "redirect_https"         // Code (default 308), Arg: port ("" for 443); only requests not over TLS are redirected
+	RedirectHTTPS        MiddlewareKind = "redirect_https"         // Code (default 308), Arg: port ("" for 443); only requests not over TLS are redirected, the others go on down the route
 )
 
 // Middleware is one middleware line of a route.

@@ -97,6 +97,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("listen web { addr :80 }\ninclude \"r.routes\"\n"), []byte("upstream u { server a:1 }\nroute r { match Path(`/`); to u }\n"))
 	f.Add([]byte("route a { match Host(`a`) && PathRegexp(`[`)\n to x }"), []byte("listen a { addr :1 }"))
 	f.Add([]byte("tcp route t { match HostSNI(`*`) || ALPN(`h2`); to u }\nupstream u { server b:2 weight 3 }"), []byte(""))
+	f.Add([]byte("tls { cert a.pem a.key default; self_signed *.a.example }\nlisten s { addr :443; protocols tls h2; tls { min_version 1.3; curves X25519 } h2 { max_frame_size 1MiB } }\n"+
+		"listen w { addr :80; redirect_https 8443; proxy_protocol trusted 10.0.0.0/8 }\ninclude \"r.routes\""),
+		[]byte("upstream u { server a:1; send_proxy v2; protocol h2c }\nroute r { match Path(`/`); redirect_https 301; to u }\n"))
 	f.Fuzz(func(t *testing.T, main, routes []byte) {
 		fsys := fstest.MapFS{"main.conf": {Data: main}, "r.routes": {Data: routes}}
 		cfg, err := LoadFS(fsys, "main.conf")

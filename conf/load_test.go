@@ -105,7 +105,7 @@ func TestExamplesLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Files) != 3 || len(cfg.Listeners) != 2 || len(cfg.Routes) != 6 || len(cfg.Upstreams) != 2 {
+	if len(cfg.Files) != 3 || len(cfg.Listeners) != 4 || len(cfg.Routes) != 7 || len(cfg.Upstreams) != 3 {
 		t.Errorf("files %d listeners %d routes %d upstreams %d", len(cfg.Files), len(cfg.Listeners), len(cfg.Routes), len(cfg.Upstreams))
 	}
 	for i, f := range cfg.Files {
@@ -129,7 +129,8 @@ func TestVocabularyHasHandlers(t *testing.T) {
 	tables := map[routes.BlockKind][]string{
 		routes.MainBlock: keys(topTable), routes.ListenBlock: keys(listenTable), routes.AdminBlock: keys(adminTable),
 		routes.LogBlock: keys(logTable), routes.RuntimeBlock: keys(runtimeTable), routes.UpstreamBlock: keys(upstreamTable), routes.RouteBlock: keys(routeTable),
-		routes.TCPRouteBlock: keys(tcpRouteTable),
+		routes.TCPRouteBlock: keys(tcpRouteTable), routes.TLSBlock: keys(tlsTable), routes.ListenTLSBlock: keys(listenTLSTable),
+		routes.H2Block: keys(h2Table),
 	}
 	for kind, handlers := range tables {
 		var names []string

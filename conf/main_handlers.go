@@ -23,6 +23,7 @@ func init() {
 			run(b, logTable, &b.cfg.Log, d.Block.Directives)
 		},
 		"runtime":        runtimeDirective,
+		"tls":            tlsDirective,
 		"shutdown_grace": shutdownGrace,
 		"shutdown_delay": shutdownDelay,
 		"tunnel_drain":   tunnelDrain,
@@ -35,15 +36,13 @@ func init() {
 
 func runTop(b *builder, f *routes.File) { run(b, topTable, f, f.Directives) }
 
-// The protocols a listener can speak.
-var protocols = []string{"http1", "h2c"}
-
 // DefaultListener returns a Listener with every documented default filled
 // in, as a `listen` block with only an addr produces.
 func DefaultListener(name, addr string) Listener {
 	return Listener{
 		Name: name, Addr: addr,
-		Protocols:         append([]string(nil), protocols...),
+		Protocols:         append([]string(nil), defaultProtocols...),
+		H2:                DefaultH2Limits(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -70,6 +69,7 @@ func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	if a := findDirective(d, "accept_loops"); a != nil && l.AcceptLoops > 1 && !l.ReusePort {
 		b.errorf(a.Args[0].Pos, "accept_loops: %d sockets need `reuseport on`", l.AcceptLoops)
 	}
+	b.finishListener(&l, d)
 	b.cfg.Listeners = append(b.cfg.Listeners, l)
 }
 
@@ -111,6 +111,10 @@ var listenTable = table[*Listener]{
 	"trusted_proxies": trustedProxies,
 	"not_found_body":  func(b *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value },
 	"normalize":       func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.Normalize) },
+	"tls":             listenTLS,
+	"proxy_protocol":  proxyProtocol,
+	"redirect_https":  redirectHTTPSListener,
+	"h2":              h2Directive,
 }
 
 // maxKeepAlive is the kernel's limit on TCP_KEEPIDLE and TCP_KEEPINTVL

@@ -3,6 +3,7 @@ package conf
 import (
 	"errors"
 	"net/textproto"
+	"strconv"
 
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes"
@@ -34,7 +35,11 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	if r.upstream != "" && r.terminal != nil {
 		b.errorf(r.terminal.Pos, "route %q has both `to` and `%s`: a route either forwards or answers", r.name, r.terminal.Name)
 	}
-	if r.terminal == nil && !hasDirective(d, "to") {
+	switch {
+	case r.terminal != nil || hasDirective(d, "to"):
+	case hasDirective(d, "redirect_https"):
+		b.errorf(d.Pos, "route %q redirects only requests without TLS; it needs `to UPSTREAM` or a respond or redirect line for the others", r.name)
+	default:
 		b.errorf(d.Pos, "route %q has neither `to UPSTREAM` nor a respond or redirect line", r.name)
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
@@ -47,6 +52,8 @@ func tcpRouteDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	r := b.draft(d, rule.TCP, tcpRouteTable)
 	if !hasDirective(d, "to") {
 		b.errorf(d.Pos, "tcp route %q has no `to UPSTREAM` line", r.name)
+	} else if r.upstream != "" {
+		b.tcpTo = append(b.tcpTo, tcpTo{route: r.name, upstream: r.upstream, pos: r.toPos})
 	}
 	b.cfg.TCPRoutes = append(b.cfg.TCPRoutes, TCPRoute{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
@@ -90,6 +97,7 @@ var routeTable = table[*draft]{
 	"remove_response_header": header(RemoveResponseHeader),
 	"redirect":               redirect,
 	"respond":                respond,
+	"redirect_https":         redirectHTTPS,
 }
 
 // match parses the rule; its errors and warnings carry positions inside the
@@ -176,7 +184,7 @@ func header(kind MiddlewareKind) handler[*draft] {
 }
 
 func redirect(b *builder, r *draft, d *routes.Directive) {
-	code, ok := b.code(d, func(c int) bool { return c == 301 || c == 302 || c == 303 || c == 307 || c == 308 }, "301, 302, 303, 307 or 308")
+	code, ok := b.code(d, isRedirectCode, redirectCodes)
 	target := d.Args[1]
 	if target.Value == "" || !httpsyntax.ValidFieldValue(target.Value) {
 		b.errorf(target.Pos, "redirect: invalid target %s (expected a URL or path)", target)
@@ -200,6 +208,33 @@ func respond(b *builder, r *draft, d *routes.Directive) {
 		}
 	}
 	b.terminal(r, d, m, ok)
+}
+
+// redirectCodes are the statuses redirect and redirect_https may answer.
+const redirectCodes = "301, 302, 303, 307 or 308"
+
+func isRedirectCode(c int) bool { return c == 301 || c == 302 || c == 303 || c == 307 || c == 308 }
+
+// redirectHTTPS reads `redirect_https [CODE] [PORT]`: requests that did
+// not arrive over TLS get CODE (308 by default) to https on PORT (443 by
+// default, written as ""); the others go on down the route. It does not
+// end the route, so it is not a terminal line.
+func redirectHTTPS(b *builder, r *draft, d *routes.Directive) {
+	m := Middleware{Kind: RedirectHTTPS, Code: 308, Pos: b.pos(d.Pos)}
+	ok := true
+	if len(d.Args) > 0 {
+		m.Code, ok = b.code(d, isRedirectCode, redirectCodes+"; for a port alone write `redirect_https 308 PORT`")
+	}
+	if len(d.Args) > 1 {
+		p, pok := b.port(d.Name, d.Args[1])
+		if pok && p != 443 {
+			m.Arg = strconv.Itoa(p)
+		}
+		ok = ok && pok
+	}
+	if ok {
+		r.middlewares = append(r.middlewares, m)
+	}
 }
 
 func (b *builder) code(d *routes.Directive, valid func(int) bool, want string) (int, bool) {

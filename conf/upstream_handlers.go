@@ -20,6 +20,7 @@ func DefaultUpstream(name string) Upstream {
 		Balance:         Balance{Policy: RoundRobin},
 		PanicThreshold:  50,
 		Retry:           DefaultRetry(),
+		Protocol:        "http1",
 	}
 }
 
@@ -49,6 +50,16 @@ var upstreamTable = table[*Upstream]{
 	"max_requests":     func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxRequests) },
 	"max_connections":  func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxConnections) },
 	"max_pending":      func(b *builder, u *Upstream, d *routes.Directive) { b.setInt(d, 0, &u.MaxPending) },
+	"send_proxy": func(b *builder, u *Upstream, d *routes.Directive) {
+		if v, ok := b.oneOf(d.Args[0], "PROXY protocol version", []string{"v1", "v2"}); ok {
+			u.SendProxy = v
+		}
+	},
+	"protocol": func(b *builder, u *Upstream, d *routes.Directive) {
+		if v, ok := b.oneOf(d.Args[0], "upstream protocol", []string{"http1", "h2c"}); ok {
+			u.Protocol = v
+		}
+	},
 }
 
 // maxWeight bounds a server's weight, so sums of weights cannot overflow.

@@ -10,6 +10,8 @@ func (b *builder) validate() {
 	b.checkRefs()
 	b.checkAddrs()
 	b.unusedUpstreams()
+	b.checkTLSListeners()
+	b.checkTCPRoutes()
 	if len(b.cfg.Listeners) == 0 && len(b.errs) == 0 {
 		b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: Pos{File: b.firstFile()},
 			Msg: "no listen block: nothing will be served"})

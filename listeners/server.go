@@ -13,15 +13,19 @@ package listeners
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/http1"
+	"github.com/edgeway/edgeway/routes/rule"
 )
 
 // Defaults applied by Listen to zero fields of a conf.Listener (conf.Load
@@ -41,14 +45,42 @@ type Server struct {
 	h2   *h2Front // nil when the listener serves no HTTP/2
 }
 
+// Options are what a listener needs besides its configuration.
+type Options struct {
+	// TLS is the listener's TLS configuration (certificates from the
+	// store, versions, ALPN); required when cfg.Protocols has "tls". Its
+	// NextProtos is set from the protocols.
+	TLS *tls.Config
+	// Passthrough, when non-nil, is asked about every ClientHello on a
+	// TLS listener: it returns an open connection to the upstream of the
+	// tcp route that matches, and the raw TLS stream (ClientHello
+	// included) is then copied both ways; ErrNoRoute means "terminate
+	// here". Any other error closes the client connection. client and
+	// local are the connection's addresses (from its PROXY header when the
+	// listener reads one).
+	Passthrough func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error)
+}
+
+// ErrNoRoute is what Options.Passthrough returns when no tcp route claims
+// a connection.
+var ErrNoRoute = errors.New("no tcp route")
+
 // Listen binds cfg.Addr and prepares h to be served on it; Serve starts
 // serving. Zero durations and sizes in cfg take the defaults above; an
 // empty Protocols means "http1" and "h2c". A nil log uses slog.Default.
 func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, error) {
+	return ListenWith(cfg, h, log, Options{})
+}
+
+// ListenWith is Listen with Options: TLS termination and passthrough.
+func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Options) (*Server, error) {
 	cfg = withDefaults(cfg)
-	h2c, err := servesH2C(cfg.Protocols)
+	p, err := parseProtocols(cfg.Protocols)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
+	}
+	if p.tls && o.TLS == nil {
+		return nil, fmt.Errorf("listener %s: a TLS listener needs a TLS configuration", cfg.Name)
 	}
 	if log == nil {
 		log = slog.Default()
@@ -60,16 +92,22 @@ func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, er
 		MaxHeaderBytes: cfg.MaxHeaderBytes, Log: log,
 		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
 	}
-	if h2c {
+	if p.h2c || p.h2 {
 		f, err := newH2Front(cfg, h, log)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 		}
 		s.h2 = f
-		hc.H2C = f.serve
+		if p.h2c {
+			hc.H2C = f.serve
+		}
 	}
 	s.h1 = http1.New(hc)
-	eng, err := engine.Listen(engine.ConfigFrom(cfg), s.h1, log)
+	var eh engine.Handler = s.h1
+	if p.tls || cfg.ProxyProtocol != nil {
+		eh = newFront(cfg, p, s, o, log)
+	}
+	eng, err := engine.Listen(engine.ConfigFrom(cfg), eh, log)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 	}
@@ -102,20 +140,53 @@ func withDefaults(cfg conf.Listener) conf.Listener {
 	return cfg
 }
 
-// servesH2C checks the protocol names and reports whether h2c is on.
-// HTTP/1 is always served: the engine's first protocol.
-func servesH2C(names []string) (bool, error) {
-	h2c := false
+// protocolSet is what a listener's protocols turn on.
+type protocolSet struct {
+	http1, h2c, tls, h2 bool
+}
+
+// parseProtocols checks the protocol names. A cleartext listener always
+// serves HTTP/1 (the engine's first protocol); a TLS listener offers
+// http1 and h2 by ALPN, both when neither is named.
+func parseProtocols(names []string) (protocolSet, error) {
+	var p protocolSet
 	for _, n := range names {
 		switch n {
 		case "http1":
+			p.http1 = true
 		case "h2c":
-			h2c = true
+			p.h2c = true
+		case "h2":
+			p.h2 = true
+		case "tls":
+			p.tls = true
 		default:
-			return false, fmt.Errorf("protocol %q is not served by a cleartext listener", n)
+			return p, fmt.Errorf("protocol %q is not served by this listener", n)
 		}
 	}
-	return h2c, nil
+	switch {
+	case p.tls && p.h2c:
+		return p, errors.New("h2c is cleartext HTTP/2: a TLS listener serves h2")
+	case !p.tls && p.h2:
+		return p, errors.New("h2 needs tls (cleartext HTTP/2 is h2c)")
+	case p.tls && !p.http1 && !p.h2:
+		p.http1, p.h2 = true, true
+	case !p.tls:
+		p.http1 = true
+	}
+	return p, nil
+}
+
+// alpn lists the protocols a TLS listener offers, in preference order.
+func (p protocolSet) alpn() []string {
+	var out []string
+	if p.h2 {
+		out = append(out, "h2")
+	}
+	if p.http1 {
+		out = append(out, "http/1.1")
+	}
+	return out
 }
 
 // Addr returns the address the listener is bound to.

@@ -115,16 +115,16 @@ func hopByHop(name string) bool {
 // appendEndToEnd appends src's end-to-end fields to dst: hop-by-hop and
 // framing fields, the fields named in Connection, and edgeway's
 // forwarding headers (set afresh by setForwarded) are left out. An
-// upgrade keeps "Connection: Upgrade" and its Upgrade field; a request's
-// "TE: trailers" is kept, as it must reach a gRPC server.
+// upgrade keeps "Connection: Upgrade" and its Upgrade field. TE is
+// hop-by-hop (RFC 9110 §10.1.4) and never forwarded, "TE: trailers"
+// included: an HTTP/1.1 server takes it for a promise about this
+// connection that edgeway did not make (an HTTP/2 upstream transport
+// sends its own).
 func appendEndToEnd(dst, src httpmsg.Header, request bool) httpmsg.Header {
-	conn, upgrade, trailers := connectionOf(src), "", false
+	conn, upgrade := connectionOf(src), ""
 	for _, f := range src {
-		switch {
-		case httpmsg.EqualFold(f.Name, "Upgrade"):
+		if httpmsg.EqualFold(f.Name, "Upgrade") {
 			upgrade = f.Value
-		case httpmsg.EqualFold(f.Name, "TE"):
-			trailers = trailers || httpsyntax.ListHas(f.Value, "trailers")
 		}
 	}
 	for _, f := range src {
@@ -136,9 +136,6 @@ func appendEndToEnd(dst, src httpmsg.Header, request bool) httpmsg.Header {
 	if request && upgrade != "" && httpsyntax.ListHas(conn, "upgrade") {
 		dst = append(dst, httpmsg.Field{Name: "Connection", Value: "Upgrade"},
 			httpmsg.Field{Name: "Upgrade", Value: upgrade})
-	}
-	if request && trailers {
-		dst = append(dst, httpmsg.Field{Name: "Te", Value: "trailers"})
 	}
 	return dst
 }

@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-
-	"github.com/edgeway/edgeway/internal/httpmsg"
 	"strings"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // chain is a route's middlewares, compiled at load time into plain data so
@@ -19,12 +18,16 @@ import (
 // drop X-Forwarded-For). Response header operations apply to every
 // response of the route: proxied ones and respond/redirect answers. The
 // first respond or redirect ends the chain; middlewares written after it
-// cannot take effect and are ignored.
+// cannot take effect and are ignored. redirect_https is the exception: it
+// runs before all of them, wherever it was written. A request that did not
+// arrive over TLS is redirected (with the response header operations
+// applied); one that did goes on as if it were not there.
 type chain struct {
 	path       []pathOp
 	reqHeader  []headerOp
 	respHeader []headerOp
 	answer     *answer
+	https      *httpsRedirect
 }
 
 // pathOp is strip_prefix or add_prefix, applied to the escaped path that is
@@ -43,8 +46,8 @@ type headerOp struct {
 func compileChain(mws []conf.Middleware) (chain, error) {
 	var c chain
 	for _, m := range mws {
-		if c.answer != nil {
-			break
+		if c.answer != nil && m.Kind != conf.RedirectHTTPS {
+			continue
 		}
 		if err := c.add(m); err != nil {
 			return chain{}, fmt.Errorf("%s: %w", m.Kind, err)
@@ -76,6 +79,12 @@ func (c *chain) add(m conf.Middleware) error {
 			return err
 		}
 		c.answer = a
+	case conf.RedirectHTTPS:
+		h, err := newHTTPSRedirect(m.Code, m.Arg)
+		if err != nil {
+			return err
+		}
+		c.https = h
 	default:
 		return fmt.Errorf("unknown middleware")
 	}

@@ -31,7 +31,7 @@ func (x *exchange) forward() {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
-	if pol := pool.Retry(); x.out.Body != nil && pol.Attempts > 0 && pol.BodyBuffer > 0 {
+	if pol := pool.Retry(); x.out.Body != nil && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
 		if err := x.keepBody(pol.BodyBuffer); err != nil {
 			x.proxyError(&upstream.BodyError{Err: err}) // nothing was forwarded
 			return
@@ -117,6 +117,7 @@ func (x *exchange) buildOutbound() {
 	x.out = upstream.Request{
 		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
 		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
+		Client: in.RemoteAddr, Local: in.LocalAddr, // send_proxy's PROXY header
 	}
 	if in.Body != nil && in.ContentLength != 0 {
 		x.tap = &bodyTap{r: in.Body, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
@@ -156,7 +157,9 @@ func (x *exchange) relay() {
 		x.bodyAborted(err)
 		return
 	}
-	if resp.ContentLength < 0 {
+	// An HTTP/2 server may send trailers after a body of known length;
+	// a front end that cannot carry them drops them.
+	if resp.ContentLength < 0 || len(resp.Trailer) > 0 {
 		x.w.w.WriteTrailer(resp.Trailer)
 	}
 }
@@ -330,6 +333,12 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 	// the upstream (refused, reset, closed, malformed answer) is 502.
 	var ue *upstream.Error
 	if errors.As(err, &ue) {
+		if ue.Kind == upstream.KindRequest {
+			// The request cannot be written as HTTP/1.1 (a method,
+			// target, host or field the front end let through): the
+			// client's mistake, never the server's.
+			return 400, upstream.Abandoned
+		}
 		if ue.Timeout() {
 			return 504, upstream.Failure
 		}

@@ -3,6 +3,7 @@
 #   scripts/bench.sh peers   HTTP/1.1 req/s, p99, proxy CPU us/req (run-peers.sh)
 #   scripts/bench.sh idle    memory per idle keep-alive connection (idle-conns.sh)
 #   scripts/bench.sh ws      memory per idle WebSocket tunnel, echo latency (ws-conns.sh)
+#   scripts/bench.sh h2      HTTP/2 over TLS req/s and CPU per request (h2-peers.sh)
 # Installs the peers with apt-get when they are missing. The harness's knobs
 # (ROUNDS, DURATION, CONNS, IDLE_NS, ...) pass through from the environment.
 set -euo pipefail
@@ -32,5 +33,8 @@ ws)
 	port=$(( ${WS_PORT_BASE:-23000} + 84 ))
 	export EXTRA_PROXY="edgeway|$port|$root/scripts/bench-edgeway.sh"
 	exec "$bench_dir/ws-conns.sh" ${WS_NS:-} ;;
-*) echo "usage: $0 peers|idle|ws" >&2; exit 2 ;;
+h2)
+	export EXTRA_PROXY_H2="edgeway|8444|$root/scripts/bench-edgeway.sh"
+	exec "$bench_dir/h2-peers.sh" ;;
+*) echo "usage: $0 peers|idle|ws|h2" >&2; exit 2 ;;
 esac

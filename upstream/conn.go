@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +23,10 @@ type conn struct {
 	hp     *hostPool
 	abort  func() // closes nc; bound once for context.AfterFunc
 	probe  *prober
-	idleAt int64 // monotonic ns when it was pooled
-	reused bool  // it served an earlier exchange
-	slot   bool  // it holds a slot of the pool's connection limiter
+	idleAt int64          // monotonic ns when it was pooled
+	reused bool           // it served an earlier exchange
+	slot   bool           // it holds a slot of the pool's connection limiter
+	client netip.AddrPort // the client its PROXY header named (send_proxy)
 
 	cx   *Canceler     // the exchange's, if any
 	rb   *readBuf      // response bytes, during an exchange
@@ -96,9 +98,10 @@ func (c *conn) exchange(req *Request, resp *Response, bb *bodyBuf) (err error, r
 	}
 	b, err := http1.AppendRequestHead(c.bw.AvailableBuffer(), req.Method, req.Target, req.Host, req.Header, cl)
 	if err != nil {
-		c.drop()
+		// Nothing was written: the connection stays as good as it was.
+		c.release(true, false)
 		putBodyBuf(bb)
-		return &Error{Kind: KindRequest, Addr: c.hp.addr, Err: err}, false
+		return &RequestError{Status: 400, Addr: c.hp.addr, Err: err}, false
 	}
 	c.bw.Write(b)
 	if hasBody {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -41,6 +42,12 @@ type Request struct {
 	// OnInformational, when set, sees each 1xx response other than 101,
 	// which are otherwise skipped; an error fails the exchange.
 	OnInformational func(status int, h httpmsg.Header) error
+	// Client is the client's address and Local the address it connected
+	// to (httpmsg.Request's RemoteAddr and LocalAddr). A pool with
+	// send_proxy writes them in the PROXY header of a new connection and
+	// gives the request only a connection opened for the same client;
+	// other pools ignore them.
+	Client, Local netip.AddrPort
 }
 
 func (r *Request) context() context.Context {
@@ -81,13 +88,17 @@ func (e *BodyError) Unwrap() error { return e.Err }
 
 var errCanceled = errors.New("exchange canceled")
 
-// Do sends req to the server at addr over HTTP/1.1 and fills resp once
-// the response head arrived. An idempotent request without a body that
-// fails on a reused connection before any response byte (the server
-// closed it as the request went out) is sent once more on a new one.
-// Failures are *Error values, the context's error when req.Ctx ended, or
-// *BodyError.
+// Do sends req to the server at addr and fills resp once the response
+// head arrived: over HTTP/1.1, or over HTTP/2 for an h2c pool (see
+// Transport). An idempotent request without a body that fails on a
+// reused HTTP/1.1 connection before any response byte (the server closed
+// it as the request went out) is sent once more on a new one. Failures
+// are *Error values, the context's error when req.Ctx ended, *BodyError
+// (the client's body broke) or *RequestError (the request was not sent).
 func (t *Transport) Do(addr string, req *Request, resp *Response) error {
+	if t.h2 != nil {
+		return t.h2.do(addr, req, resp)
+	}
 	var bb *bodyBuf
 	if req.Body != nil && req.ContentLength != 0 {
 		var err error
@@ -98,7 +109,7 @@ func (t *Transport) Do(addr string, req *Request, resp *Response) error {
 	hp := t.host(addr)
 	ctx := req.context()
 	for attempt := 0; ; attempt++ {
-		c, err := hp.get(ctx)
+		c, err := hp.get(ctx, req)
 		if err != nil {
 			if bb != nil {
 				bodyBufs.Put(bb)
@@ -119,7 +130,8 @@ func (t *Transport) Do(addr string, req *Request, resp *Response) error {
 // allocation per request. Reset readies it for the next exchange.
 type Canceler struct {
 	mu    sync.Mutex
-	nc    net.Conn // the exchange's connection while it runs
+	nc    net.Conn // the exchange's connection while it runs (HTTP/1)
+	stop  func()   // ends the exchange's stream while it runs (h2c)
 	cause error
 }
 
@@ -133,6 +145,9 @@ func (c *Canceler) Cancel(cause error) {
 	if c.nc != nil {
 		c.nc.Close()
 	}
+	if c.stop != nil {
+		c.stop()
+	}
 }
 
 // Cause returns why the exchange was cancelled, or nil.
@@ -145,7 +160,7 @@ func (c *Canceler) Cause() error {
 // Reset clears the cause and the connection.
 func (c *Canceler) Reset() {
 	c.mu.Lock()
-	c.nc, c.cause = nil, nil
+	c.nc, c.stop, c.cause = nil, nil, nil
 	c.mu.Unlock()
 }
 
@@ -158,10 +173,20 @@ func (c *Canceler) attach(nc net.Conn) bool {
 	return c.cause == nil
 }
 
+// attachStop makes stop what Cancel calls: an HTTP/2 exchange ends its
+// own stream, not the connection its neighbours share. False when the
+// exchange was cancelled already.
+func (c *Canceler) attachStop(stop func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stop = stop
+	return c.cause == nil
+}
+
 // detach ends the exchange's hold on its connection: it was pooled,
 // closed or handed over.
 func (c *Canceler) detach() {
 	c.mu.Lock()
-	c.nc = nil
+	c.nc, c.stop = nil, nil
 	c.mu.Unlock()
 }

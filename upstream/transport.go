@@ -2,7 +2,10 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,23 +13,44 @@ import (
 	"github.com/edgeway/edgeway/conf"
 )
 
-// Transport is the HTTP/1.1 client of one upstream: a keep-alive pool per
-// server and a round trip that runs on the caller's goroutine (a goroutine
-// more only while a request body streams). It speaks HTTP/1.1 only, ignores
-// proxy settings and never asks for compression, so bodies pass through
-// byte for byte. Headers go out as given: callers remove hop-by-hop fields
-// (the router does). Response heads are parsed in a pooled buffer into
-// edgeway's own field lists (internal/http1), with no allocation.
+// Transport is the client of one upstream: a keep-alive pool per server
+// and a round trip that runs on the caller's goroutine.
 //
+// For HTTP/1.1 (the default) it is purpose-built: a goroutine more only
+// while a request body streams, no proxy settings, never asking for
+// compression, so bodies pass through byte for byte. Headers go out as
+// given, except that fields the writer frames itself (Host,
+// Content-Length, Transfer-Encoding) are never copied from the request,
+// and a field that is not valid HTTP fails the request with a
+// *RequestError before anything is written: the callers remove hop-by-hop
+// fields (the router does). Response heads are parsed in a pooled buffer
+// into edgeway's own field lists (internal/http1), with no allocation.
 // Compared with http.Transport it has no per-connection read and write
 // goroutines: an idle server close is noticed when the connection is
 // checked out (a non-blocking peek before every reuse) or, for an
 // idempotent request without a body, by one retry on a new connection.
+//
+// For a pool with protocol h2c it speaks HTTP/2 with prior knowledge
+// (golang.org/x/net/http2 client connections over plain TCP, see h2.go):
+// a few multiplexed connections per server, request and response bodies
+// streaming at the same time (gRPC bidi), trailers both ways. That path
+// costs what x/net/http2 costs (a goroutine per connection, header maps
+// per request).
+//
+// With send_proxy every new connection starts with a PROXY header for
+// the client of the request that opened it, and only requests of that
+// same client (address and port) reuse it: idle HTTP/1.1 connections are
+// keyed by client, h2c connections too. The cost: little reuse for many
+// short-lived clients (a client's keep-alive requests still share one
+// connection), and idle connections that speak for clients that left
+// until the idle timeout closes them (90s when the pool sets none).
 type Transport struct {
 	dialer      net.Dialer
 	respTimeout time.Duration
 	idleTimeout time.Duration
 	maxIdle     int
+	proxyVer    byte      // PROXY header version; 0: none
+	h2          *h2Client // non-nil for protocol h2c
 
 	hosts map[string]*hostPool // the configured servers; read-only
 	extra sync.Map             // other addresses: string -> *hostPool
@@ -39,15 +63,28 @@ type Transport struct {
 	reaper *time.Timer
 }
 
+// keyedIdleTimeout is the idle timeout of connections opened with a
+// PROXY header when the pool sets none: they speak for one client and
+// must not stay forever after it left.
+const keyedIdleTimeout = 90 * time.Second
+
 // maxHeaderBytes caps a response head (status line and headers, 1xx
 // responses included).
 const maxHeaderBytes = 1 << 20
 
 // NewTransport builds the connection pools of cfg's servers. Zero
 // durations mean no limit; a zero MaxIdleConns keeps 2 idle connections
-// per server.
+// per server. cfg.Protocol "h2c" selects HTTP/2 with prior knowledge, any
+// other value HTTP/1.1; cfg.SendProxy "v1" or "v2" starts each connection
+// with a PROXY header (conf validates both; another SendProxy value sends
+// none).
 func NewTransport(cfg conf.Upstream) *Transport {
+	ver, _ := proxyVersion(cfg.SendProxy)
+	if ver != 0 && cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = keyedIdleTimeout
+	}
 	t := &Transport{
+		proxyVer:    ver,
 		dialer:      net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second},
 		respTimeout: cfg.ResponseTimeout,
 		idleTimeout: cfg.IdleTimeout,
@@ -61,6 +98,9 @@ func NewTransport(cfg conf.Upstream) *Transport {
 	}
 	for _, s := range cfg.Servers {
 		t.hosts[s.Addr] = &hostPool{addr: s.Addr, t: t}
+	}
+	if upstreamProtocol(cfg) == "h2c" {
+		t.h2 = newH2Client(t)
 	}
 	if t.idleTimeout > 0 {
 		t.mu.Lock()
@@ -83,11 +123,18 @@ func (t *Transport) Close() {
 	}
 	t.mu.Unlock()
 	t.eachHost(func(hp *hostPool) { hp.closeIdle(0) })
+	if t.h2 != nil {
+		t.h2.close()
+	}
 }
 
-// IdleConns counts the pooled idle connections of all servers.
+// IdleConns counts the pooled idle connections of all servers (for
+// h2c, the open connections with no stream in flight).
 func (t *Transport) IdleConns() int {
 	n := 0
+	if t.h2 != nil {
+		n += t.h2.idleConns()
+	}
 	t.eachHost(func(hp *hostPool) {
 		hp.mu.Lock()
 		n += len(hp.idle)
@@ -113,6 +160,9 @@ func (t *Transport) reapEvery() time.Duration { return max(t.idleTimeout/2, time
 func (t *Transport) reap() {
 	cutoff := monotonic() - int64(t.idleTimeout)
 	t.eachHost(func(hp *hostPool) { hp.closeIdle(cutoff) })
+	if t.h2 != nil {
+		t.h2.prune()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.closed.Load() {
@@ -149,7 +199,10 @@ type hostPool struct {
 // get returns an idle connection or dials a new one. With a connection
 // limit, a request that finds neither an idle connection nor a free slot
 // waits for one (max_pending of them at most), up to the connect timeout.
-func (hp *hostPool) get(ctx context.Context) (*conn, error) {
+// With send_proxy only a connection opened for req.Client is reused, and
+// when the limit is reached the oldest idle connection of another client
+// is closed to make room.
+func (hp *hostPool) get(ctx context.Context, req *Request) (*conn, error) {
 	now := monotonic()
 	var wait *waiter
 	defer wait.stop()
@@ -159,11 +212,16 @@ func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 			wake = lim.current()
 		}
 		hp.mu.Lock()
-		n := len(hp.idle)
-		if n == 0 {
+		i := hp.lastIdle(req.Client)
+		if i < 0 {
+			evict := hp.t.proxyVer != 0 && wake != nil && len(hp.idle) > 0
 			hp.mu.Unlock()
 			if wake == nil || hp.t.lim.acquire() {
-				return hp.dial(ctx, wake != nil)
+				return hp.dial(ctx, wake != nil, req)
+			}
+			if evict {
+				hp.closeOldest()
+				continue
 			}
 			if wait == nil {
 				wait = newWaiter(hp.t)
@@ -173,9 +231,8 @@ func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 			}
 			continue
 		}
-		c := hp.idle[n-1]
-		hp.idle[n-1] = nil
-		hp.idle = hp.idle[:n-1]
+		c := hp.idle[i]
+		hp.idle = slices.Delete(hp.idle, i, i+1)
 		hp.mu.Unlock()
 		age := now - c.idleAt
 		// Every reuse peeks first: a server that closed the connection, or
@@ -192,24 +249,89 @@ func (hp *hostPool) get(ctx context.Context) (*conn, error) {
 	}
 }
 
-// dial opens a connection; slot says it holds a slot of the limiter.
-func (hp *hostPool) dial(ctx context.Context, slot bool) (*conn, error) {
-	nc, err := hp.t.dialer.DialContext(ctx, "tcp", hp.addr)
+// lastIdle returns the index of the most recently pooled connection that
+// may carry a request of client, or -1. Under hp.mu.
+func (hp *hostPool) lastIdle(client netip.AddrPort) int {
+	if hp.t.proxyVer == 0 {
+		return len(hp.idle) - 1
+	}
+	for i := len(hp.idle) - 1; i >= 0; i-- {
+		if hp.idle[i].client == client {
+			return i
+		}
+	}
+	return -1
+}
+
+// closeOldest closes the connection idle the longest, if any.
+func (hp *hostPool) closeOldest() {
+	hp.mu.Lock()
+	var c *conn
+	if len(hp.idle) > 0 {
+		c = hp.idle[0]
+		hp.idle = slices.Delete(hp.idle, 0, 1)
+	}
+	hp.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+// dial opens a connection for req; slot says it holds a slot of the
+// limiter.
+func (hp *hostPool) dial(ctx context.Context, slot bool, req *Request) (*conn, error) {
+	nc, err := hp.t.dialConn(ctx, hp.addr, req)
 	if err != nil {
 		if slot {
 			hp.t.lim.release()
 		}
+		return nil, err
+	}
+	c := newConn(nc, hp)
+	c.slot, c.client = slot, req.Client
+	return c, nil
+}
+
+// dialConn opens a TCP connection to addr and, with send_proxy, writes
+// the PROXY header for req's client. Failures are the context's error or
+// a KindConnect *Error: nothing of the request was sent.
+func (t *Transport) dialConn(ctx context.Context, addr string, req *Request) (net.Conn, error) {
+	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &Error{Kind: KindConnect, Addr: hp.addr, Err: err}
+		return nil, &Error{Kind: KindConnect, Addr: addr, Err: err}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := newConn(nc, hp)
-	c.slot = slot
-	return c, nil
+	if t.proxyVer != 0 {
+		if err := t.sendProxy(nc, req); err != nil {
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &Error{Kind: KindConnect, Addr: addr, Err: err}
+		}
+	}
+	return nc, nil
+}
+
+// sendProxy writes the PROXY header, bounded by the connect timeout.
+func (t *Transport) sendProxy(nc net.Conn, req *Request) error {
+	b, err := proxyHeader(t.proxyVer, req.Client, req.Local)
+	if err != nil {
+		return err
+	}
+	if t.connTimeout > 0 {
+		_ = nc.SetWriteDeadline(time.Now().Add(t.connTimeout))
+		defer nc.SetWriteDeadline(time.Time{})
+	}
+	if _, err := nc.Write(b); err != nil {
+		return fmt.Errorf("writing the PROXY header: %w", err)
+	}
+	return nil
 }
 
 // put pools a connection whose exchange ended cleanly, or closes it when

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -289,21 +288,3 @@ func (s *trailerSetter) Read(p []byte) (int, error) {
 }
 
 func (s *trailerSetter) Close() error { return nil }
-
-func TestBadRequestHeadersRefused(t *testing.T) {
-	t.Parallel()
-	addr, conns := rawUpstream(t, canned("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false))
-	tr := newTestTransport(t, nil)
-	for _, h := range []http.Header{{"X-A": {"1\r\nX-Injected: 1"}}, {"Bad Name": {"1"}}} {
-		req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
-		req.Header = h
-		_, err := tr.RoundTrip(req)
-		var ue *Error
-		if !errors.As(err, &ue) || ue.Kind != KindRequest {
-			t.Errorf("header %v: error %v, want a KindRequest *Error", h, err)
-		}
-	}
-	if n := conns.Load(); n > 2 {
-		t.Errorf("%d connections", n)
-	}
-}

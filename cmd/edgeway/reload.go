@@ -85,6 +85,9 @@ func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
 	for _, w := range cfg.Warnings {
 		d.log.Warn("configuration warning", "at", w.String())
 	}
+	if err := d.loadCertificates(cfg); err != nil {
+		return nil, reloadErrors(err)
+	}
 	if err := d.router.Apply(cfg); err != nil {
 		return nil, reloadErrors(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/router"
+	edgetls "github.com/edgeway/edgeway/tls"
 )
 
 // cmdRun serves the configuration until SIGTERM or SIGINT; SIGHUP (and a
@@ -71,6 +72,7 @@ type daemon struct {
 	log     *slog.Logger
 	logs    *loggers
 	router  *router.Router
+	store   *edgetls.Store // certificates; nil without a tls block
 	servers []*listeners.Server
 	bound   []conf.Listener // listeners as bound at start; reload cannot change them
 	errc    chan error
@@ -115,6 +117,9 @@ func (d *daemon) watch(ctx context.Context) {
 // every listener before serving any, so that a bad address fails the
 // start as a whole. /readyz turns 200 once all of that is done.
 func (d *daemon) start() error {
+	if err := d.loadCertificates(d.cfg); err != nil {
+		return err
+	}
 	if err := d.router.Apply(d.cfg); err != nil {
 		return fmt.Errorf("applying configuration: %w", err)
 	}
@@ -124,7 +129,7 @@ func (d *daemon) start() error {
 		return err
 	}
 	for _, lc := range d.cfg.Listeners {
-		s, err := listeners.Listen(lc, d.router.Proxy(lc.Name), d.log)
+		s, err := d.listen(lc)
 		if err != nil {
 			d.closeAll()
 			return fmt.Errorf("listener %s: %w", lc.Name, err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -24,6 +25,18 @@ type Conn struct {
 // Conn is kept small: it is most of what a parked connection costs the
 // engine (see doc.go).
 func (c *Conn) engine() *Engine { return c.l.e }
+
+// TLS returns the connection's TLS layer when its bytes pass through one
+// (a Handler set c.Conn to a *tls.Conn after the handshake), else nil.
+// Raw socket reads and writes (Raw) would then bypass it.
+func (c *Conn) TLS() *tls.Conn {
+	t, _ := c.Conn.(*tls.Conn)
+	return t
+}
+
+// Fresh reports whether no Handler has replaced the connection's stream
+// (c.Conn is still the accepted socket): its first dispatch.
+func (c *Conn) Fresh() bool { return c.Conn == net.Conn(c.tc) }
 
 // TCP returns the underlying TCP connection.
 func (c *Conn) TCP() *net.TCPConn { return c.tc }

@@ -39,12 +39,17 @@ func startTunnel(c *Conn, r *tunnelReq) {
 	c.engine().tunnels.Add(1)
 	c.tc.SetDeadline(time.Time{}) // RawConn.Read fails at once past a read deadline
 	t.up.SetDeadline(time.Time{})
+	if c.TLS() != nil {
+		c.Conn.SetDeadline(time.Time{})
+	}
 	if t.write(dirUp, r.toUp) != nil || t.write(dirDown, r.toClient) != nil {
 		t.close()
 		return
 	}
 	sc, ok := t.up.(syscall.Conn)
-	if !ok {
+	if !ok || c.TLS() != nil {
+		// The client's bytes pass through TLS: the socket cannot be
+		// copied raw, so the tunnel keeps two goroutines.
 		t.fallback()
 		return
 	}
@@ -65,6 +70,9 @@ func startTunnel(c *Conn, r *tunnelReq) {
 func (t *tunnel) dst(dir uint8) net.Conn {
 	if dir == dirUp {
 		return t.up
+	}
+	if t.c.TLS() != nil {
+		return t.c.Conn
 	}
 	return t.c.tc
 }
@@ -232,7 +240,7 @@ func (t *tunnel) close() {
 // park (a TLS client connection, say).
 func (t *tunnel) fallback() {
 	var wg sync.WaitGroup
-	for dir, src := range [2]net.Conn{t.c.tc, t.up} {
+	for dir, src := range [2]net.Conn{t.c.Conn, t.up} {
 		wg.Go(func() {
 			io.Copy(t.dst(uint8(dir)), src)
 			t.halfClose(uint8(dir))

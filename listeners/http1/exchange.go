@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +27,7 @@ type exchange struct {
 	buf   []byte      // the read buffer in use: small, big or grown
 	r, w  int         // unread bytes: buf[r:w]
 	dl    atomic.Bool // a read deadline may be set on c
+	tls   bool        // c's bytes pass through TLS: no raw socket reads or writes
 
 	remote, local netip.AddrPort
 	req           httpmsg.Request
@@ -69,6 +71,7 @@ func (x *exchange) release() {
 // serveConn serves what c has sent; see Server.Serve.
 func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 	x.c = c
+	x.tls = c.TLS() != nil
 	x.remote = addrPort(c.RemoteAddr())
 	x.local = addrPort(c.LocalAddr())
 	if act, ok := x.firstRead(); !ok {
@@ -83,7 +86,14 @@ func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 		}
 		if !x.skipEmptyLines() {
 			x.clearDeadline()
-			return engine.Park
+			if !x.tls {
+				return engine.Park
+			}
+			// TLS may hold decrypted or read-ahead bytes the socket no
+			// longer shows: look there before parking.
+			if act, ok := x.firstRead(); !ok {
+				return act
+			}
 		}
 	}
 }
@@ -92,6 +102,9 @@ func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 // wake-up with nothing to read parks it again instead of holding a
 // goroutine in a blocking read.
 func (x *exchange) firstRead() (engine.Action, bool) {
+	if x.tls {
+		return x.firstTLSRead()
+	}
 	if err := x.c.Raw().Read(x.tryFn); err != nil {
 		return engine.Close, false
 	}
@@ -106,6 +119,52 @@ func (x *exchange) firstRead() (engine.Action, bool) {
 	default: // end of stream or a broken connection
 		return engine.Close, false
 	}
+}
+
+// firstTLSRead is firstRead over TLS, where a read(2) on the socket
+// would bypass the TLS layer. Bytes TLS already holds (a record read
+// ahead with the handshake or an earlier request) are taken with a read
+// that may not wait; then, when the socket has bytes or an end of stream
+// waiting, a read that may wait up to the read-header timeout (a record
+// can arrive in parts); else the connection is parked (a client that
+// connected ahead of its first request, or a wake-up with nothing to
+// read).
+func (x *exchange) firstTLSRead() (engine.Action, bool) {
+	x.c.SetReadDeadline(longAgo)
+	n, err := x.c.Read(x.buf[x.w:])
+	x.c.SetReadDeadline(time.Time{})
+	if n > 0 {
+		x.w += n
+		return 0, true
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return engine.Close, false
+	}
+	if !x.socketReadable() {
+		return engine.Park, false
+	}
+	x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
+	if err := x.fill(); err != nil {
+		return engine.Close, false
+	}
+	return 0, true
+}
+
+// longAgo is a deadline in the past: a read under it takes only what is
+// buffered.
+var longAgo = time.Unix(1, 0)
+
+// socketReadable reports whether the socket has bytes or an end of stream
+// to read, without taking any (MSG_PEEK, non-blocking).
+func (x *exchange) socketReadable() bool {
+	ready := false
+	x.c.Raw().Read(func(fd uintptr) bool {
+		var one [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ready = n > 0 || (n == 0 && err == nil) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+		return true
+	})
+	return ready
 }
 
 // tryRead is firstRead's callback, bound once per exchange.
@@ -152,6 +211,7 @@ func (x *exchange) serveOne() (act engine.Action, ok bool) {
 func (x *exchange) prepare() {
 	req, f := &x.req, &x.f
 	req.RemoteAddr, req.LocalAddr = x.remote, x.local
+	req.TLS = x.tls
 	req.Close = !f.KeepAlive
 	x.upgrade = f.Upgrade || req.Method == "CONNECT"
 	if f.H2CUpgrade {

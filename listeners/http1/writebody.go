@@ -107,6 +107,9 @@ func (w *writer) flush() error {
 // under the write timeout, which is cleared afterwards, so a parked
 // connection holds no timer.
 func (w *writer) send(b []byte) error {
+	if w.x.tls {
+		return w.slowWrite(func() error { _, err := w.x.c.Write(b); return err })
+	}
 	w.try = b
 	if err := w.x.c.Raw().Write(w.tryFn); err != nil {
 		return err

@@ -24,9 +24,24 @@ import (
 // Handler returns an http.Handler that serves every request with h.
 func Handler(h httpmsg.Handler) http.Handler { return &adapter{h: h} }
 
+// Options tunes HandlerWith.
+type Options struct {
+	// StallTimeout resets an HTTP/2 (or HTTP/3) stream whose response
+	// body makes no progress for this long (the client does not open
+	// its flow-control window) and fails a request body read that gets
+	// no bytes for this long. Zero: no bound beyond the server's own.
+	StallTimeout time.Duration
+}
+
+// HandlerWith is Handler with options.
+func HandlerWith(h httpmsg.Handler, o Options) http.Handler {
+	return &adapter{h: h, stall: o.StallTimeout}
+}
+
 type adapter struct {
-	h    httpmsg.Handler
-	pool sync.Pool // *state
+	h     httpmsg.Handler
+	stall time.Duration
+	pool  sync.Pool // *state
 }
 
 // state is one request's adapted form, pooled.
@@ -34,9 +49,16 @@ type state struct {
 	req    httpmsg.Request
 	fields httpmsg.Header
 	w      writer
+	body   body
 }
 
 func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor >= 2 && !validH2(r) {
+		// A malformed request (RFC 9113 §8.1.1): the client's mistake,
+		// answered before anything is forwarded.
+		http.Error(w, "Bad Request", http.StatusBadRequest)
+		return
+	}
 	st, _ := a.pool.Get().(*state)
 	if st == nil {
 		st = &state{fields: make(httpmsg.Header, 0, 16)}
@@ -44,7 +66,15 @@ func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fill(&st.req, st.fields[:0], r)
 	st.fields = st.req.Header
 	st.w = writer{w: w, rc: http.NewResponseController(w), proto: r.ProtoMajor, head: r.Method == http.MethodHead}
+	if r.ProtoMajor >= 2 {
+		st.w.stall = a.stall
+		if st.req.Body != nil {
+			st.body = body{r: st.req.Body, w: &st.w, left: st.req.ContentLength}
+			st.req.Body = &st.body
+		}
+	}
 	a.h.ServeProxy(&st.w, &st.req)
+	st.body = body{}
 	aborted := st.w.aborted || (st.w.bodyLen >= 0 && st.w.written < st.w.bodyLen && !st.w.head && st.w.status != 304 && st.w.status != 204)
 	clear(st.fields)
 	st.req, st.w = httpmsg.Request{}, writer{}
@@ -106,6 +136,11 @@ type writer struct {
 	written int64
 	aborted bool
 	upgrade httpmsg.Header // a 101's fields, until Tunnel
+
+	stall  time.Duration // Options.StallTimeout; 0 (HTTP/1): none
+	wdl    time.Time     // the stream's write deadline, as last set
+	userRD time.Time     // the deadline the handler asked for
+	rdl    time.Time     // the stream's read deadline, as last set
 }
 
 func (w *writer) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
@@ -139,12 +174,16 @@ func (w *writer) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
 }
 
 func (w *writer) Write(p []byte) (int, error) {
+	w.armWrite()
 	n, err := w.w.Write(p)
 	w.written += int64(n)
 	return n, err
 }
 
-func (w *writer) Flush() error { return w.rc.Flush() }
+func (w *writer) Flush() error {
+	w.armWrite()
+	return w.rc.Flush()
+}
 
 func (w *writer) WriteTrailer(h httpmsg.Header) error {
 	hdr := w.w.Header()
@@ -157,7 +196,14 @@ func (w *writer) WriteTrailer(h httpmsg.Header) error {
 
 func (w *writer) Abort() { w.aborted = true }
 
-func (w *writer) SetReadDeadline(t time.Time) error { return w.rc.SetReadDeadline(t) }
+func (w *writer) SetReadDeadline(t time.Time) error {
+	w.userRD = t
+	if w.stall > 0 {
+		w.rdl = time.Time{}
+		return w.armRead()
+	}
+	return w.rc.SetReadDeadline(t)
+}
 
 var errNoTunnel = errors.New("stdhttp: the connection cannot be tunneled (not HTTP/1)")
 

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/edgeway/edgeway/internal/testgrpc"
+)
+
+// grpcThroughEdgeway starts a gRPC server, an edgeway that routes to it
+// through an h2c upstream, and a gRPC client connected to edgeway over
+// h2c.
+func grpcThroughEdgeway(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.ForceServerCodec(testgrpc.Codec{}))
+	srv.RegisterService(&testgrpc.Desc, testgrpc.Echo{})
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	routes := fmt.Sprintf("upstream grpc {\n  server %s\n  protocol h2c\n}\nroute rpc {\n  match PathPrefix(`/edgeway.test.Echo/`)\n  to grpc\n}\n", ln.Addr())
+	_, base, _ := startEdgeway(t, "", map[string]string{"grpc.routes": routes})
+	cc, err := grpc.NewClient("passthrough:///"+strings.TrimPrefix(base, "http://"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestGRPCThroughH2CUpstream(t *testing.T) {
+	cc := grpcThroughEdgeway(t)
+
+	t.Run("unary", func(t *testing.T) {
+		var out []byte
+		if err := cc.Invoke(callCtx(t), testgrpc.Unary, []byte("hello"), &out); err != nil || string(out) != "hello" {
+			t.Fatalf("got %q, %v; want hello", out, err)
+		}
+	})
+
+	t.Run("server streaming", func(t *testing.T) {
+		s, err := cc.NewStream(callCtx(t), testgrpc.Streams(testgrpc.ServerStream), testgrpc.ServerStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SendMsg([]byte("5")); err != nil {
+			t.Fatal(err)
+		}
+		s.CloseSend()
+		var got []string
+		for {
+			var m []byte
+			err := s.RecvMsg(&m)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(m))
+		}
+		if strings.Join(got, ",") != "0,1,2,3,4" {
+			t.Errorf("got %q, want 0..4", got)
+		}
+	})
+
+	t.Run("client streaming", func(t *testing.T) {
+		s, err := cc.NewStream(callCtx(t), testgrpc.Streams(testgrpc.ClientStream), testgrpc.ClientStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"a", "b", "c"} {
+			if err := s.SendMsg([]byte(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.CloseSend()
+		var out []byte
+		if err := s.RecvMsg(&out); err != nil || string(out) != "a,b,c" {
+			t.Errorf("got %q, %v; want a,b,c", out, err)
+		}
+	})
+
+	// Each message's echo comes back before the next is sent: the
+	// request body streams while the response does (full duplex).
+	t.Run("bidi interleaved", func(t *testing.T) {
+		s, err := cc.NewStream(callCtx(t), testgrpc.Streams(testgrpc.Bidi), testgrpc.Bidi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			msg := "m" + strconv.Itoa(i)
+			if err := s.SendMsg([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			var out []byte
+			if err := s.RecvMsg(&out); err != nil || string(out) != "echo:"+msg {
+				t.Fatalf("message %d: got %q, %v; want echo:%s", i, out, err, msg)
+			}
+		}
+		s.CloseSend()
+		var out []byte
+		if err := s.RecvMsg(&out); !errors.Is(err, io.EOF) {
+			t.Errorf("after CloseSend: %v, want io.EOF (status OK)", err)
+		}
+	})
+
+	t.Run("error status with trailer", func(t *testing.T) {
+		var trailer metadata.MD
+		var out []byte
+		err := cc.Invoke(callCtx(t), testgrpc.Unary, []byte(testgrpc.Fail), &out, grpc.Trailer(&trailer))
+		st, _ := status.FromError(err)
+		if st.Code() != codes.PermissionDenied || st.Message() != testgrpc.FailMessage {
+			t.Errorf("status %v %q, want PermissionDenied %q", st.Code(), st.Message(), testgrpc.FailMessage)
+		}
+		if got := trailer.Get(testgrpc.FailTrailerKey); len(got) != 1 || got[0] != testgrpc.FailTrailerValue {
+			t.Errorf("trailer %s = %q, want %q", testgrpc.FailTrailerKey, got, testgrpc.FailTrailerValue)
+		}
+	})
+
+	t.Run("1 MiB messages", func(t *testing.T) {
+		big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+		var out []byte
+		if err := cc.Invoke(callCtx(t), testgrpc.Unary, big, &out); err != nil || !bytes.Equal(out, big) {
+			t.Fatalf("got %d bytes, %v; want the %d sent", len(out), err, len(big))
+		}
+		s, err := cc.NewStream(callCtx(t), testgrpc.Streams(testgrpc.Bidi), testgrpc.Bidi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := s.SendMsg(big); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecvMsg(&out); err != nil || len(out) != len(big)+5 || !bytes.Equal(out[5:], big) {
+				t.Fatalf("bidi echo: %d bytes, %v", len(out), err)
+			}
+		}
+		s.CloseSend()
+	})
+
+	// The client's deadline travels as grpc-timeout; the server sees it.
+	t.Run("deadline propagation", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var out []byte
+		if err := cc.Invoke(ctx, testgrpc.Unary, []byte(testgrpc.Deadline), &out); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := strconv.Atoi(string(out))
+		if err != nil || ms <= 0 || ms > 30_000 {
+			t.Errorf("server saw %q ms left, want a deadline of at most 30s", out)
+		}
+	})
+}

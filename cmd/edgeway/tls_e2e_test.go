@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// tlsSite is edgeway started with one TLS listener that terminates
+// a.test (and *.wild.test) and passes pass.test through to a TLS server
+// with its own certificate.
+type tlsSite struct {
+	p        *testutil.Proc
+	addr     string // the TLS listener, 127.0.0.1:PORT
+	ca       *testutil.CA
+	passCA   *testutil.CA // signs the passed-through server's certificate
+	roots    *x509.CertPool
+	dir      string
+	passHits func() int
+}
+
+func startTLSSite(t *testing.T, listenExtra string) *tlsSite {
+	t.Helper()
+	ca := testutil.NewCA(t, "edgeway test CA")
+	passCA := testutil.NewCA(t, "passthrough upstream CA")
+	certDir := t.TempDir()
+	aCert, aKey := ca.IssueFiles(t, certDir, testutil.IssueOptions{}, "a.test", "*.wild.test")
+	dCert, dKey := ca.IssueFiles(t, certDir, testutil.IssueOptions{}, "default.test")
+
+	// The terminated hosts' upstream: plain HTTP, says which protocol the
+	// client used and whether the request came over TLS.
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "terminated host=%s proto=%s xfp=%s\n", r.Host, r.Proto, r.Header.Get("X-Forwarded-Proto"))
+	}))
+	t.Cleanup(up.Close)
+
+	// The passed-through server: TLS with its own certificate for
+	// pass.test, which the client must see.
+	hits := make(chan struct{}, 1000)
+	pass := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits <- struct{}{}
+		fmt.Fprintf(w, "passthrough proto=%s\n", r.Proto)
+	}))
+	pass.TLS = &tls.Config{Certificates: []tls.Certificate{passCA.TLSCert(t, testutil.IssueOptions{}, "pass.test")}, NextProtos: []string{"h2", "http/1.1"}}
+	pass.EnableHTTP2 = true
+	pass.StartTLS()
+	t.Cleanup(pass.Close)
+
+	mainExtra := fmt.Sprintf(`
+tls {
+  cert %s %s
+  cert %s %s default
+}
+listen websecure {
+  addr 127.0.0.1:0
+  protocols tls http1 h2
+  read_header_timeout 2s
+  %s
+}
+`, aCert, aKey, dCert, dKey, listenExtra)
+	routes := fmt.Sprintf(`
+upstream site { server %s }
+route a {
+  match Host(`+"`a.test`"+`) || HostRegexp(`+"`^.+\\.wild\\.test$`"+`) || Host(`+"`default.test`"+`) || Host(`+"`127.0.0.1`"+`)
+  listeners websecure
+  to site
+}
+upstream pt { server %s }
+tcp route p {
+  match HostSNI(`+"`pass.test`"+`)
+  listeners websecure
+  to pt
+}
+`, hostPort(up), strings.TrimPrefix(pass.URL, "https://"))
+	p, _, dir := startEdgeway(t, mainExtra, map[string]string{"tls.routes": routes})
+	addrs := p.Addrs(t, 2)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	roots.AddCert(passCA.Cert)
+	return &tlsSite{p: p, addr: addrs["websecure"], ca: ca, passCA: passCA, roots: roots, dir: dir,
+		passHits: func() int { return len(hits) }}
+}
+
+// client returns an HTTP client that reaches every name at the site's
+// TLS listener, offering h2 when h2 is true.
+func (s *tlsSite) client(h2 bool) *http.Client {
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: s.roots},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, s.addr)
+		},
+		ForceAttemptHTTP2: h2,
+	}
+	if !h2 {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading body: %v", url, err)
+	}
+	return res, string(b)
+}
+
+// TestTLSTerminationAndPassthroughOnOnePort is the issue's "done means":
+// one TLS listener terminates HTTP/1.1 and HTTP/2 for its hosts and passes
+// other SNI names through untouched.
+func TestTLSTerminationAndPassthroughOnOnePort(t *testing.T) {
+	s := startTLSSite(t, "")
+	port := s.addr[strings.LastIndex(s.addr, ":")+1:]
+
+	t.Run("terminated over HTTP/1.1", func(t *testing.T) {
+		res, body := get(t, s.client(false), "https://a.test:"+port+"/x")
+		if res.StatusCode != 200 || res.Proto != "HTTP/1.1" || !strings.HasPrefix(body, "terminated host=a.test") {
+			t.Fatalf("got %s %s %q", res.Proto, res.Status, body)
+		}
+		if !strings.Contains(body, "xfp=https") {
+			t.Errorf("X-Forwarded-Proto is not https: %q", body)
+		}
+		if cn := res.TLS.PeerCertificates[0].Subject.CommonName; cn != "a.test" {
+			t.Errorf("certificate for %q, want a.test", cn)
+		}
+	})
+	t.Run("terminated over HTTP/2", func(t *testing.T) {
+		res, body := get(t, s.client(true), "https://a.test:"+port+"/x")
+		if res.StatusCode != 200 || res.Proto != "HTTP/2.0" || !strings.HasPrefix(body, "terminated host=a.test") {
+			t.Fatalf("got %s %s %q", res.Proto, res.Status, body)
+		}
+	})
+	t.Run("wildcard certificate", func(t *testing.T) {
+		res, _ := get(t, s.client(true), "https://x.wild.test:"+port+"/")
+		if cn := res.TLS.PeerCertificates[0].Subject.CommonName; cn != "a.test" || res.StatusCode != 200 {
+			t.Fatalf("certificate %q status %d, want a.test's (it covers *.wild.test) and 200", cn, res.StatusCode)
+		}
+	})
+	t.Run("passed through", func(t *testing.T) {
+		before := s.passHits()
+		for _, h2 := range []bool{false, true} {
+			res, body := get(t, s.client(h2), "https://pass.test:"+port+"/")
+			if !strings.HasPrefix(body, "passthrough") {
+				t.Fatalf("body %q: not answered by the passed-through server", body)
+			}
+			// The client sees the upstream's own certificate, signed by
+			// its own CA: edgeway never terminated the connection.
+			leaf := res.TLS.PeerCertificates[0]
+			if leaf.Subject.CommonName != "pass.test" || leaf.Issuer.CommonName != "passthrough upstream CA" {
+				t.Fatalf("certificate %q issued by %q, want the upstream's own", leaf.Subject.CommonName, leaf.Issuer.CommonName)
+			}
+			if want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2]; res.Proto != want || !strings.Contains(body, want) {
+				t.Fatalf("proto %s body %q, want %s end to end", res.Proto, body, want)
+			}
+		}
+		if s.passHits()-before != 2 {
+			t.Fatalf("the passthrough server saw %d requests, want 2", s.passHits()-before)
+		}
+	})
+	t.Run("no SNI gets the default certificate", func(t *testing.T) {
+		c, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: s.roots, ServerName: "", InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if cn := c.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != "default.test" {
+			t.Fatalf("certificate %q, want the default (default.test)", cn)
+		}
+	})
+	t.Run("plain HTTP on the TLS port", func(t *testing.T) {
+		out, _ := testutil.RawRoundTrip(t, s.addr, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+		if !strings.HasPrefix(out, "HTTP/1.0 400") {
+			t.Fatalf("plain HTTP on the TLS port got %q, want 400", out)
+		}
+	})
+	t.Run("curl --http2", func(t *testing.T) {
+		ca := filepath.Join(t.TempDir(), "ca.pem")
+		os.WriteFile(ca, append(append([]byte(nil), s.ca.PEM...), s.passCA.PEM...), 0o600)
+		for _, host := range []string{"a.test", "pass.test"} {
+			out, err := exec.Command("curl", "-sS", "--http2", "--cacert", ca, "--resolve", host+":"+port+":127.0.0.1",
+				"-o", "-", "-w", "\nproto=%{http_version} code=%{http_code}", "https://"+host+":"+port+"/c").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "proto=2 code=200") {
+				t.Fatalf("curl %s: %v\n%s", host, err, out)
+			}
+		}
+	})
+	t.Run("openssl s_client", func(t *testing.T) {
+		if _, err := exec.LookPath("openssl"); err != nil {
+			t.Skip("openssl not installed")
+		}
+		for _, tc := range []struct{ args []string; want string }{
+			{[]string{"-servername", "a.test"}, "CN=a.test"},
+			{[]string{"-servername", "pass.test"}, "CN=pass.test"},
+			{[]string{"-noservername"}, "CN=default.test"},
+		} {
+			args := append([]string{"s_client", "-connect", s.addr, "-brief"}, tc.args...)
+			cmd := exec.Command("openssl", args...)
+			cmd.Stdin = strings.NewReader("")
+			out, _ := cmd.CombinedOutput()
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("openssl %v: want %q in\n%s", tc.args, tc.want, out)
+			}
+		}
+	})
+}

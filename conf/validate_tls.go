@@ -1,0 +1,49 @@
+package conf
+
+// Checks that tie TLS listeners, tcp routes and upstreams together; they
+// run once every block is read, since a tls block or an upstream may come
+// after the listener or route that needs it.
+
+// checkTLSListeners refuses a TLS listener when no tls block gives it a
+// certificate to serve.
+func (b *builder) checkTLSListeners() {
+	s := b.cfg.TLS
+	if s != nil && (len(s.Certificates) > 0 || len(s.SelfSigned) > 0) {
+		return
+	}
+	for _, l := range b.tlsListeners {
+		b.errorf(l.pos, "listener %q is a TLS listener but no tls block provides certificates "+
+			"(expected a top-level tls block with `cert CERTFILE KEYFILE` or `self_signed NAME`)", l.name)
+	}
+}
+
+// checkTCPRoutes warns about a tcp route that no TLS listener serves (tcp
+// routes match on the ClientHello, so a cleartext listener never reaches
+// them) and refuses one whose upstream speaks h2c (a tcp route forwards
+// the TLS bytes as they are).
+func (b *builder) checkTCPRoutes() {
+	tlsListener := make(map[string]bool, len(b.tlsListeners))
+	for _, l := range b.tlsListeners {
+		tlsListener[l.name] = true
+	}
+	for _, r := range b.cfg.TCPRoutes {
+		reached := len(r.Listeners) == 0 && len(b.tlsListeners) > 0
+		for _, name := range r.Listeners {
+			reached = reached || tlsListener[name]
+		}
+		if !reached {
+			b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: r.Pos,
+				Msg:    "tcp route \"" + r.Name + "\" reaches no TLS listener, so it never matches (tcp routes are served on listeners whose protocols include tls)",
+				Source: b.sources[r.Pos.File].Line(r.Pos.Line)})
+		}
+	}
+	protocol := make(map[string]string, len(b.cfg.Upstreams))
+	for _, u := range b.cfg.Upstreams {
+		protocol[u.Name] = u.Protocol
+	}
+	for _, t := range b.tcpTo {
+		if protocol[t.upstream] == "h2c" {
+			b.errorf(t.pos, "tcp route %q forwards raw bytes, but upstream %q has `protocol h2c` (use an upstream without a protocol line)", t.route, t.upstream)
+		}
+	}
+}

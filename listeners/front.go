@@ -1,0 +1,222 @@
+package listeners
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/listeners/engine"
+	"github.com/edgeway/edgeway/listeners/http1"
+	"github.com/edgeway/edgeway/listeners/proxyproto"
+	"github.com/edgeway/edgeway/listeners/sniff"
+	"github.com/edgeway/edgeway/routes/rule"
+)
+
+// front is the engine handler of a listener that has a stage before
+// HTTP: the PROXY protocol header, and on a TLS listener the ClientHello
+// peek, passthrough or handshake, and the choice of HTTP/1 or HTTP/2 by
+// ALPN. It runs on a connection's first dispatch only; later dispatches
+// of a terminated connection go straight to the HTTP/1 server (the
+// connection's stream is then the TLS layer, engine.Conn.TLS).
+//
+// Nothing of the client's stream is consumed before it is needed: the
+// PROXY header is peeked (MSG_PEEK) and then exactly its bytes are read,
+// and the ClientHello is only peeked, so a passed-through connection's
+// upstream reads the client's bytes from the first, and crypto/tls reads
+// the hello from the socket itself.
+type front struct {
+	name     string
+	p        protocolSet
+	h1       *http1.Server
+	h2       *h2Front
+	tls      *tls.Config
+	pass     func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error)
+	trusted  []netip.Prefix // PROXY protocol peers; nil: no PROXY stage
+	proxy    bool
+	headerTO time.Duration // PROXY header and plain-text time limit
+	hsTO     time.Duration // ClientHello and handshake
+	log      *slog.Logger
+}
+
+// Limits of the stages before HTTP.
+const (
+	maxProxyHeader = 4 << 10
+	maxHello       = sniff.MaxHelloBytes
+)
+
+// helloBufs are ClientHello peek buffers.
+var helloBufs = sync.Pool{New: func() any { b := make([]byte, maxHello); return &b }}
+
+func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.Logger) *front {
+	f := &front{name: cfg.Name, p: p, h1: s.h1, h2: s.h2, pass: o.Passthrough,
+		headerTO: cfg.ReadHeaderTimeout, hsTO: 10 * time.Second, log: log}
+	if cfg.ProxyProtocol != nil {
+		f.proxy, f.trusted = true, cfg.ProxyProtocol.Trusted
+	}
+	if cfg.TLS != nil && cfg.TLS.HandshakeTimeout > 0 {
+		f.hsTO = cfg.TLS.HandshakeTimeout
+	}
+	if p.tls {
+		tc := o.TLS.Clone()
+		tc.NextProtos = p.alpn()
+		f.tls = tc
+	}
+	return f
+}
+
+// Serve runs the stages on a connection's first dispatch, then HTTP.
+func (f *front) Serve(c *engine.Conn) engine.Action {
+	if !c.Fresh() {
+		return f.h1.Serve(c)
+	}
+	nc := net.Conn(c.TCP())
+	if f.proxy {
+		pc, ok := f.readProxy(c)
+		if !ok {
+			return engine.Close
+		}
+		nc = pc
+		c.Conn = pc
+	}
+	if f.tls == nil {
+		return f.h1.Serve(c)
+	}
+	return f.serveTLS(c, nc)
+}
+
+// readProxy reads the PROXY protocol header of a connection from a
+// trusted peer and returns the connection as the header presents it. A
+// peer that is not trusted, or a missing or broken header, closes the
+// connection (logged).
+func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
+	peer := addrPort(c.RemoteAddr())
+	if !trusts(f.trusted, peer.Addr()) {
+		f.log.Warn("refused connection: PROXY protocol peer not trusted", "remote", peer.String())
+		c.Abort()
+		return nil, false
+	}
+	c.SetReadDeadline(time.Now().Add(f.headerTO))
+	h, err := proxyproto.Read(c.Raw(), maxProxyHeader)
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		f.log.Warn("refused connection: bad PROXY protocol header", "remote", peer.String(), "error", err.Error())
+		c.Abort()
+		return nil, false
+	}
+	pc := &proxiedConn{TCPConn: c.TCP(), remote: c.RemoteAddr(), local: c.LocalAddr()}
+	if !h.Local && h.Source.IsValid() {
+		pc.remote = net.TCPAddrFromAddrPort(h.Source)
+		if h.Dest.IsValid() {
+			pc.local = net.TCPAddrFromAddrPort(h.Dest)
+		}
+	}
+	return pc, true
+}
+
+// serveTLS peeks the ClientHello, passes the connection through when a
+// tcp route claims it, else completes the handshake and serves HTTP/1 or
+// HTTP/2 by ALPN.
+func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
+	c.SetDeadline(time.Now().Add(f.hsTO))
+	bp := helloBufs.Get().(*[]byte)
+	hello, _, err := sniff.Peek(c.Raw(), *bp)
+	helloBufs.Put(bp)
+	remote := addrPort(nc.RemoteAddr())
+	if err != nil {
+		if errors.Is(err, sniff.ErrNotTLS) {
+			f.plainOnTLS(c)
+			return engine.Close
+		}
+		f.log.Debug("refused connection: no ClientHello", "remote", remote.String(), "error", err.Error())
+		return engine.Close
+	}
+	if f.pass != nil {
+		th := rule.TCPHello{SNI: hello.SNI, ALPN: hello.ALPN, ClientIP: remote.Addr()}
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(f.hsTO))
+		up, err := f.pass(ctx, &th, remote, addrPort(nc.LocalAddr()))
+		cancel()
+		switch {
+		case err == nil:
+			c.SetDeadline(time.Time{})
+			c.Tunnel(up, nil, nil)
+			return engine.Close // the tunnel owns both sides now
+		case !errors.Is(err, ErrNoRoute):
+			f.log.Warn("passthrough failed", "remote", remote.String(), "sni", hello.SNI, "error", err.Error())
+			return engine.Close
+		}
+	}
+	tc := tls.Server(nc, f.tls)
+	if err := tc.Handshake(); err != nil {
+		f.log.Debug("TLS handshake failed", "remote", remote.String(), "sni", hello.SNI, "error", err.Error())
+		return engine.Close
+	}
+	c.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	switch {
+	case st.NegotiatedProtocol == "h2" && f.h2 != nil:
+		go f.serveH2(c, tc)
+		return engine.Detach
+	case !f.p.http1:
+		f.log.Debug("refused connection: client offered no protocol served", "remote", remote.String(), "alpn", hello.ALPN)
+		tc.Close()
+		return engine.Close
+	}
+	c.Conn = tc
+	return f.h1.Serve(c)
+}
+
+// serveH2 serves an HTTP/2 connection over TLS until it ends.
+func (f *front) serveH2(c *engine.Conn, tc *tls.Conn) {
+	defer func() {
+		if v := recover(); v != nil {
+			f.log.Error("h2 panic", "panic", v)
+		}
+		tc.Close()
+		c.Close()
+	}()
+	f.h2.serve(tc)
+}
+
+// plainOnTLS answers a plain-text request sent to a TLS port, as Go's
+// server does, so that a mistaken `http://` shows the user why.
+func (f *front) plainOnTLS(c *engine.Conn) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.Write([]byte("HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
+}
+
+// proxiedConn is a client connection whose addresses come from its PROXY
+// protocol header.
+type proxiedConn struct {
+	*net.TCPConn
+	remote, local net.Addr
+}
+
+// RemoteAddr returns the client's address as the PROXY header gave it.
+func (c *proxiedConn) RemoteAddr() net.Addr { return c.remote }
+
+// LocalAddr returns the address the client connected to, as the PROXY
+// header gave it.
+func (c *proxiedConn) LocalAddr() net.Addr { return c.local }
+
+func trusts(nets []netip.Prefix, a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range nets {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	return netip.AddrPort{}
+}

@@ -1,0 +1,161 @@
+package listeners
+
+import (
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// TestH2StalledStreamsReset opens streams with a flow-control window of 0
+// against a large response: each is reset within the stall timeout and
+// the upstream connections behind them are closed.
+func TestH2StalledStreamsReset(t *testing.T) {
+	var open, closed atomic.Int64
+	big := strings.Repeat("x", 1<<20)
+	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(big))
+	}), ConnState: func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
+		}
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go up.Serve(ln)
+	t.Cleanup(func() { up.Close() })
+
+	const stall, streams = 300 * time.Millisecond, 8
+	cfg := testConfig()
+	cfg.H2.StreamStallTimeout = stall
+	env := startH2Env(t, cfg, ln.Addr().String())
+	hc := dialH2(t, env.srv.Addr().String(), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	start := time.Now()
+	for i := range streams {
+		hc.request(uint32(2*i+1), true)
+	}
+	ev := hc.readUntil(5*time.Second, func(ev *h2Events) bool {
+		n := 0
+		for _, r := range ev.streams {
+			if r.isReset {
+				n++
+			}
+		}
+		return n == streams || ev.closed
+	})
+	if took := time.Since(start); took > stall+2*time.Second {
+		t.Errorf("streams reset after %v, want about %v", took, stall)
+	}
+	for i := range streams {
+		if r := ev.streams[uint32(2*i+1)]; r == nil || !r.isReset {
+			t.Errorf("stream %d not reset: %+v", 2*i+1, r)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return open.Load() > 0 && closed.Load() == open.Load() },
+		"upstream connections not closed: %d open, %d closed", open.Load(), closed.Load())
+	env.assertHealthy(t)
+}
+
+// TestH2HeaderBlockTimeout leaves a header block open (HEADERS without
+// END_HEADERS, then empty CONTINUATION frames): the connection is closed
+// with GOAWAY within the read header timeout.
+func TestH2HeaderBlockTimeout(t *testing.T) {
+	tests := []struct {
+		desc  string
+		conts int
+	}{
+		{desc: "HEADERS without END_HEADERS", conts: 0},
+		{desc: "empty CONTINUATION frames", conts: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.ReadHeaderTimeout = 300 * time.Millisecond
+			env := startH2Env(t, cfg, startRawUpstream(t).addr())
+			hc := dialH2(t, env.srv.Addr().String())
+			b := hc.block()
+			start := time.Now()
+			hc.write(func() error {
+				return hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:1], EndStream: true})
+			})
+			for range tc.conts {
+				hc.write(func() error { return hc.fr.WriteContinuation(1, false, nil) })
+			}
+			ev := hc.readUntil(5*time.Second, closedConn)
+			if ev.goaway == nil {
+				t.Error("connection closed without GOAWAY")
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("closed after %v, want about the read header timeout", took)
+			}
+		})
+	}
+}
+
+// TestH2Floods sends each flood from one connection: the connection is
+// closed with GOAWAY and the server's goroutines return to their count
+// before the connection.
+func TestH2Floods(t *testing.T) {
+	tests := []struct {
+		desc  string
+		flood func(hc *h2Client, i int) error
+	}{
+		{desc: "rapid reset", flood: func(hc *h2Client, i int) error {
+			id := uint32(2*i + 1)
+			b := hc.block()
+			if err := hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b, EndStream: true, EndHeaders: true}); err != nil {
+				return err
+			}
+			return hc.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		}},
+		{desc: "CONTINUATION flood", flood: func(hc *h2Client, i int) error {
+			if i == 0 {
+				return hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hc.block()[:1]})
+			}
+			return hc.fr.WriteContinuation(1, false, []byte{0x40, 0x01, 'x', 0x01, 'y'}[:i%2])
+		}},
+		{desc: "SETTINGS flood", flood: func(hc *h2Client, i int) error { return hc.fr.WriteSettings() }},
+		{desc: "PING flood", flood: func(hc *h2Client, i int) error { return hc.fr.WritePing(false, [8]byte{byte(i)}) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			env := startH2Env(t, testConfig(), startRawUpstream(t).addr())
+			runtime.GC()
+			base := runtime.NumGoroutine()
+			hc := dialH2(t, env.srv.Addr().String())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; i < 100000; i++ {
+					hc.wmu.Lock()
+					err := tc.flood(hc, i)
+					hc.wmu.Unlock()
+					if err != nil {
+						return // the server closed the connection
+					}
+				}
+			}()
+			ev := hc.readUntil(10*time.Second, closedConn)
+			hc.c.Close()
+			<-done
+			if ev.goaway == nil {
+				t.Errorf("connection closed without GOAWAY after %d frames", ev.frames)
+			} else if ev.goaway.ErrCode != http2.ErrCodeEnhanceYourCalm && ev.goaway.ErrCode != http2.ErrCodeProtocol {
+				t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM or PROTOCOL_ERROR", ev.goaway.ErrCode)
+			}
+			settleGoroutines(t, base)
+		})
+	}
+}

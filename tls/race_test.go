@@ -1,0 +1,5 @@
+//go:build race
+
+package edgetls
+
+const raceEnabled = true
