@@ -97,6 +97,9 @@ func (x *exchange) serve() {
 		return
 	}
 	x.rt = x.l.routes[x.rtIndex]
+	if x.redirectHTTPS() {
+		return
+	}
 	x.path = x.rt.chain.rewritePath(x.reqPath)
 	if a := x.rt.chain.answer; a != nil {
 		x.answer(a)

@@ -15,7 +15,7 @@ func TestVocabularyErrors(t *testing.T) {
 		want []string
 	}{
 		{desc: "unknown directive lists the vocabulary", kind: RouteFile, src: "upstream u {\n  servr a:1\n}\n",
-			want: []string{`2:3: unknown directive "servr" in upstream block (expected server, connect_timeout, response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending); did you mean "server"?`}},
+			want: []string{`2:3: unknown directive "servr" in upstream block (expected server, connect_timeout, response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol); did you mean "server"?`}},
 		{desc: "main-only in route file", kind: RouteFile, src: "listen a { addr :80 }\nshutdown_grace 1s\ninclude \"x\"\n",
 			want: []string{`1:1: "listen" is only allowed in the main file`, `2:1: "shutdown_grace" is only allowed`, `3:1: "include" is only allowed`}},
 		{desc: "missing brace names the next line", kind: RouteFile, src: "route api\n  match Host(`a`)\n",
@@ -65,6 +65,16 @@ func TestOneLineBlocks(t *testing.T) {
 		{desc: "semicolons", src: "route r { match Path(`/`); listeners a b; respond 200 \"ok\" }",
 			want: "match(Path(`/`)) listeners(a,b) respond(200,ok)"},
 		{desc: "tcp route", src: "tcp route db { match HostSNI(`db`) to pg }", want: "match(HostSNI(`db`)) to(pg)"},
+		{desc: "tls and h2 are protocols, not blocks", src: "listen w { protocols http1 tls h2 idle_timeout 5s tls { } }",
+			want: "protocols(http1,tls,h2) idle_timeout(5s) tls()"},
+		{desc: "no optional port", src: "listen w { redirect_https idle_timeout 5s }", want: "redirect_https() idle_timeout(5s)"},
+		{desc: "optional port", src: "listen w { redirect_https 8443 addr :80 }", want: "redirect_https(8443) addr(:80)"},
+		{desc: "proxy_protocol", src: "listen w { proxy_protocol trusted 10.0.0.0/8 ::1 addr :80 }",
+			want: "proxy_protocol(trusted,10.0.0.0/8,::1) addr(:80)"},
+		{desc: "certs", src: "tls { cert a.pem a.key cert b.pem b.key default self_signed a b ocsp_stapling off }",
+			want: "cert(a.pem,a.key) cert(b.pem,b.key,default) self_signed(a,b) ocsp_stapling(off)"},
+		{desc: "redirect_https in a route", src: "route r { match Path(`/`) redirect_https to u }", want: "match(Path(`/`)) redirect_https() to(u)"},
+		{desc: "redirect_https code and port", src: "route r { redirect_https 301 8443 to u }", want: "redirect_https(301,8443) to(u)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -92,7 +102,7 @@ func TestErrorFormat(t *testing.T) {
 	t.Parallel()
 	_, errs := Parse("main.conf", []byte("upstream u {\n\tservr a:1\n}\n"), MainFile)
 	want := "main.conf:2:2: unknown directive \"servr\" in upstream block (expected server, connect_timeout, " +
-		"response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending); did you mean \"server\"?\n    \tservr a:1\n    \t^"
+		"response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol); did you mean \"server\"?\n    \tservr a:1\n    \t^"
 	if got := errs.Error(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}

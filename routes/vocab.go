@@ -19,6 +19,9 @@ const (
 	OutlierBlock   BlockKind = "outlier block"
 	RetryBlock     BlockKind = "retries block"
 	BreakerBlock   BlockKind = "breaker block"
+	TLSBlock       BlockKind = "tls block"
+	ListenTLSBlock BlockKind = "listen tls block"
+	H2Block        BlockKind = "h2 block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -46,6 +49,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "admin", Block: AdminBlock, MainOnly: true},
 		{Name: "log", Block: LogBlock, MainOnly: true},
 		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
+		{Name: "tls", Block: TLSBlock, MainOnly: true},
 		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
 		{Name: "tunnel_drain", Usage: "DURATION|off", Min: 1, Max: 1, MainOnly: true},
 		{Name: "shutdown_delay", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
@@ -78,6 +82,30 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "trusted_proxies", Usage: "CIDR...", Min: 1, Max: -1, Repeat: true},
 		{Name: "not_found_body", Usage: "TEXT", Min: 1, Max: 1},
 		{Name: "normalize", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "tls", Block: ListenTLSBlock},
+		{Name: "proxy_protocol", Usage: "trusted CIDR...", Min: 2, Max: -1},
+		{Name: "redirect_https", Usage: "[PORT]", Min: 0, Max: 1},
+		{Name: "h2", Block: H2Block},
+	},
+	TLSBlock: {
+		{Name: "cert", Usage: "CERTFILE KEYFILE [default]", Min: 2, Max: 3, Repeat: true, take: takeCert},
+		{Name: "self_signed", Usage: "NAME...", Min: 1, Max: -1, Repeat: true},
+		{Name: "ocsp_stapling", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "session_tickets", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "ticket_rotation", Usage: "DURATION", Min: 1, Max: 1},
+	},
+	ListenTLSBlock: {
+		{Name: "min_version", Usage: "1.2|1.3", Min: 1, Max: 1},
+		{Name: "ciphers", Usage: "NAME...", Min: 1, Max: -1},
+		{Name: "curves", Usage: "NAME...", Min: 1, Max: -1},
+		{Name: "client_ca", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "client_auth", Usage: "require|optional", Min: 1, Max: 1},
+		{Name: "handshake_timeout", Usage: "DURATION", Min: 1, Max: 1},
+	},
+	H2Block: {
+		{Name: "max_concurrent_streams", Usage: "N", Min: 1, Max: 1},
+		{Name: "max_frame_size", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "stream_stall_timeout", Usage: "DURATION", Min: 1, Max: 1},
 	},
 	AdminBlock: {
 		{Name: "listen", Usage: "ADDR", Min: 1, Max: 1},
@@ -112,6 +140,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "max_requests", Usage: "N", Min: 1, Max: 1},
 		{Name: "max_connections", Usage: "N", Min: 1, Max: 1},
 		{Name: "max_pending", Usage: "N", Min: 1, Max: 1},
+		{Name: "send_proxy", Usage: "v1|v2", Min: 1, Max: 1},
+		{Name: "protocol", Usage: "http1|h2c", Min: 1, Max: 1},
 	},
 	RetryBlock: {
 		{Name: "attempts", Usage: "N", Min: 1, Max: 1},
@@ -157,6 +187,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "remove_response_header", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
 		Spec{Name: "redirect", Usage: "CODE TARGET", Min: 2, Max: 2},
 		Spec{Name: "respond", Usage: "CODE [BODY]", Min: 1, Max: 2},
+		Spec{Name: "redirect_https", Usage: "[CODE] [PORT]", Min: 0, Max: 2},
 	),
 	TCPRouteBlock: routeCommon(),
 }
@@ -168,6 +199,53 @@ func init() {
 			vocabulary[RouteFileBlock] = append(vocabulary[RouteFileBlock], s)
 		}
 	}
+	// These takes look names up in the vocabulary, so they are set here:
+	// in its initialiser they would make an initialisation cycle.
+	setTake(ListenBlock, "protocols", takeProtocols)
+	setTake(ListenBlock, "redirect_https", takeOptional(ListenBlock, 1))
+	setTake(RouteBlock, "redirect_https", takeOptional(RouteBlock, 2))
+}
+
+func setTake(kind BlockKind, name string, take func([]Arg) int) {
+	for i := range vocabulary[kind] {
+		if vocabulary[kind][i].Name == name {
+			vocabulary[kind][i].take = take
+		}
+	}
+}
+
+// takeProtocols: `protocols NAME...` ends at a directive of the listen
+// block, except that "tls" and "h2" are protocols there, not the blocks
+// of the same names.
+func takeProtocols(args []Arg) int {
+	for i := 1; i < len(args); i++ {
+		if v := args[i].Value; v != "tls" && v != "h2" && isDirective(ListenBlock, args[i]) {
+			return i
+		}
+	}
+	return len(args)
+}
+
+// takeOptional: up to max optional arguments, ending at the first word
+// that names a directive of the block (`redirect_https to u`).
+func takeOptional(kind BlockKind, max int) func([]Arg) int {
+	return func(args []Arg) int {
+		n := min(max, len(args))
+		for i := 0; i < n; i++ {
+			if isDirective(kind, args[i]) {
+				return i
+			}
+		}
+		return n
+	}
+}
+
+// takeCert: `cert CERTFILE KEYFILE` or `cert CERTFILE KEYFILE default`.
+func takeCert(args []Arg) int {
+	if len(args) >= 3 && args[2].Kind == Word && args[2].Value == "default" {
+		return 3
+	}
+	return 2
 }
 
 func routeCommon() []Spec {
@@ -213,7 +291,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

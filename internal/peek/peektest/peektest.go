@@ -50,10 +50,11 @@ const stepTimeout = 10 * time.Second
 
 // Feed writes parts to c from a goroutine: the first at once, each next
 // one only after the returned observer has been called with at least all
-// the bytes written so far; then, once the peeker has seen everything,
-// it calls then (if not nil; e.g. to close or half-close c). Pass the
+// the bytes written so far; then, if then is not nil, once the peeker has
+// seen everything, it calls then (e.g. to close or half-close c). Pass the
 // observer to the code under test so that it is called with every
-// prefix it peeks.
+// prefix it peeks. A peeker that stops early (an error, a full buffer)
+// leaves the writer waiting until the test ends, which is not a failure.
 func Feed(t testing.TB, c *net.TCPConn, then func(), parts ...[]byte) (seen func(b []byte)) {
 	t.Helper()
 	var got atomic.Int64
@@ -65,15 +66,27 @@ func Feed(t testing.TB, c *net.TCPConn, then func(), parts ...[]byte) (seen func
 		default:
 		}
 	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
 	go func() {
+		defer close(done)
 		sent := 0
-		for _, p := range parts {
+		for i, p := range parts {
 			if _, err := c.Write(p); err != nil {
 				t.Errorf("feed: write: %v", err)
 				return
 			}
 			sent += len(p)
-			if !waitSeen(&got, wake, sent) {
+			if i == len(parts)-1 && then == nil {
+				return
+			}
+			switch waitSeen(&got, wake, stop, sent) {
+			case stopped:
+				return
+			case timedOut:
 				t.Errorf("feed: the peeker never saw %d bytes (saw %d)", sent, got.Load())
 				return
 			}
@@ -85,15 +98,25 @@ func Feed(t testing.TB, c *net.TCPConn, then func(), parts ...[]byte) (seen func
 	return seen
 }
 
-func waitSeen(got *atomic.Int64, wake <-chan struct{}, n int) bool {
+const (
+	sawAll = iota
+	stopped
+	timedOut
+)
+
+// waitSeen waits until got reaches n, the test ends (stop) or
+// stepTimeout passes.
+func waitSeen(got *atomic.Int64, wake, stop <-chan struct{}, n int) int {
 	timer := time.NewTimer(stepTimeout)
 	defer timer.Stop()
 	for got.Load() < int64(n) {
 		select {
 		case <-wake:
+		case <-stop:
+			return stopped
 		case <-timer.C:
-			return false
+			return timedOut
 		}
 	}
-	return true
+	return sawAll
 }
