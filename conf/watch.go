@@ -21,7 +21,8 @@ import (
 
 // WatchSet is what a configuration depends on in the file system.
 type WatchSet struct {
-	// Files are the main file and the route files its includes match now,
+	// Files are the main file, the route files its includes match now,
+	// and the certificate, key and client CA files the tls blocks name,
 	// absolute and as written (symlinks not resolved).
 	Files []string
 	// Globs are the include patterns, absolute, as Load resolves them.
@@ -45,6 +46,7 @@ func Watched(mainFile string) WatchSet {
 		return ws
 	}
 	for _, d := range f.Directives {
+		ws.Files = append(ws.Files, tlsFiles(main, d)...)
 		if d.Name != "include" || len(d.Args) != 1 {
 			continue
 		}
@@ -55,6 +57,35 @@ func Watched(mainFile string) WatchSet {
 		ws.Files = append(ws.Files, matches...)
 	}
 	return ws
+}
+
+// tlsFiles lists the files a top-level tls block (cert lines) or a
+// listen block's tls block (client_ca) reads, so that a renewed
+// certificate file reloads like a changed route file.
+func tlsFiles(main string, d *routes.Directive) []string {
+	if d.Block == nil || (d.Name != "tls" && d.Name != "listen") {
+		return nil
+	}
+	var out []string
+	add := func(v string) {
+		if p, err := (osFS{}).Resolve(main, v); err == nil {
+			out = append(out, p)
+		}
+	}
+	for _, c := range d.Block.Directives {
+		switch {
+		case d.Name == "tls" && c.Name == "cert" && len(c.Args) >= 2:
+			add(c.Args[0].Value)
+			add(c.Args[1].Value)
+		case d.Name == "listen" && c.Name == "tls" && c.Block != nil:
+			for _, cc := range c.Block.Directives {
+				if cc.Name == "client_ca" && len(cc.Args) == 1 {
+					add(cc.Args[0].Value)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // WatchOptions tunes a Watcher. The zero value is ready to use.

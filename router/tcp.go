@@ -71,6 +71,17 @@ func (r *Router) DialTCP(ctx context.Context, listener string, hello *rule.TCPHe
 				slog.String("route", name), slog.String("upstream", up), slog.String("server", s.Addr), slog.String("error", err.Error()))
 			continue
 		}
+		if cfg.SendProxy != "" {
+			c.SetWriteDeadline(time.Now().Add(cfg.ConnectTimeout))
+			err := upstream.WriteProxyHeader(c, cfg.SendProxy, client, local)
+			c.SetWriteDeadline(time.Time{})
+			if err != nil {
+				c.Close()
+				s.Done(upstream.Result{Outcome: upstream.Failure, ConnectFailed: true, Latency: time.Since(start)})
+				last = fmt.Errorf("sending the PROXY header to %s: %w", s.Addr, err)
+				continue
+			}
+		}
 		s.Done(upstream.Result{Outcome: upstream.Success, Latency: time.Since(start)})
 		tracked := r.tunnels.track(c, tunnelKey{name, up, s.Addr})
 		return &TCPConn{Conn: tracked, Route: name, Upstream: up, Server: s.Addr}, nil

@@ -29,6 +29,9 @@ type tlsSite struct {
 	passCA   *testutil.CA // signs the passed-through server's certificate
 	roots    *x509.CertPool
 	dir      string
+	certDir  string
+	aCert    string // a.test's certificate and key files
+	aKey     string
 	passHits func() int
 }
 
@@ -91,7 +94,7 @@ tcp route p {
 	roots.AddCert(ca.Cert)
 	roots.AddCert(passCA.Cert)
 	return &tlsSite{p: p, addr: addrs["websecure"], ca: ca, passCA: passCA, roots: roots, dir: dir,
-		passHits: func() int { return len(hits) }}
+		certDir: certDir, aCert: aCert, aKey: aKey, passHits: func() int { return len(hits) }}
 }
 
 // client returns an HTTP client that reaches every name at the site's
@@ -207,10 +210,13 @@ func TestTLSTerminationAndPassthroughOnOnePort(t *testing.T) {
 		if _, err := exec.LookPath("openssl"); err != nil {
 			t.Skip("openssl not installed")
 		}
-		for _, tc := range []struct{ args []string; want string }{
-			{[]string{"-servername", "a.test"}, "CN=a.test"},
-			{[]string{"-servername", "pass.test"}, "CN=pass.test"},
-			{[]string{"-noservername"}, "CN=default.test"},
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"-servername", "a.test"}, "CN = a.test"},
+			{[]string{"-servername", "pass.test"}, "CN = pass.test"},
+			{[]string{"-noservername"}, "CN = default.test"},
 		} {
 			args := append([]string{"s_client", "-connect", s.addr, "-brief"}, tc.args...)
 			cmd := exec.Command("openssl", args...)
@@ -221,4 +227,41 @@ func TestTLSTerminationAndPassthroughOnOnePort(t *testing.T) {
 			}
 		}
 	})
+}
+
+// servedSerial returns the serial number of the certificate served for
+// name.
+func (s *tlsSite) servedSerial(t *testing.T, name string) string {
+	t.Helper()
+	c, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: s.roots, ServerName: name})
+	if err != nil {
+		t.Fatalf("handshake for %s: %v", name, err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+}
+
+// TestCertificateFilesReload: a certificate file rewritten in place is
+// served without a restart (the watcher reloads it like a route file); a
+// broken one is refused with its file named, and the old certificate
+// stays served.
+func TestCertificateFilesReload(t *testing.T) {
+	s := startTLSSite(t, "")
+	old := s.servedSerial(t, "a.test")
+
+	if err := os.WriteFile(s.aKey, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(s.p.Log(), "reload refused") && strings.Contains(s.p.Log(), s.aKey)
+	}, "a broken key file was not reported by name:\n%s", s.p.Log())
+	if got := s.servedSerial(t, "a.test"); got != old {
+		t.Fatalf("serial %s after a refused reload, want the old %s", got, old)
+	}
+
+	c, k := s.ca.Issue(t, testutil.IssueOptions{}, "a.test", "*.wild.test")
+	os.WriteFile(s.aKey, k, 0o600)
+	os.WriteFile(s.aCert, c, 0o600)
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.servedSerial(t, "a.test") != old },
+		"the renewed certificate is not served:\n%s", s.p.Log())
 }

@@ -24,6 +24,6 @@
 // Parse of a typical hello with SNI and ALPN h2, http/1.1 allocates twice
 // (the SNI string and the ALPN slice; common protocol names are interned)
 // and takes about half a microsecond; see BenchmarkParse. Peek adds the
-// peeks (one recv(2) per wake-up, usually one) and two small allocations;
-// its buffer is the caller's.
+// peeks (one recv(2) per wake-up, usually one) and four small allocations
+// (about 150 bytes; BenchmarkPeek); its buffer is the caller's.
 package sniff

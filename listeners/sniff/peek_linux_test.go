@@ -165,3 +165,23 @@ func TestPeekReset(t *testing.T) {
 		t.Fatalf("Peek error = %v, want ECONNRESET", err)
 	}
 }
+
+// BenchmarkPeek measures Peek of a whole hello that is already there,
+// followed by reading it off the socket.
+func BenchmarkPeek(b *testing.B) {
+	raw := captureHello(b, realConfigs[0].cfg)
+	client, server := peektest.Pair(b)
+	rc := peektest.Raw(b, server)
+	buf := make([]byte, MaxHelloBytes)
+	got := make([]byte, len(raw))
+	b.ReportAllocs()
+	for b.Loop() {
+		client.Write(raw)
+		if _, _, err := Peek(rc, buf); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		io.ReadFull(server, got)
+		b.StartTimer()
+	}
+}
