@@ -51,6 +51,8 @@ func (d *daemon) startAdmin() error {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	d.registerUpstreamAPI(srv)
+	d.registerCertificateAPI(srv)
+	d.metrics.Register(newCertificateCollector(d))
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}

@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/listeners"
@@ -74,5 +79,47 @@ func (d *daemon) passthrough(listener string) func(context.Context, *rule.TCPHel
 		}
 		d.log.Debug("passthrough", "listener", listener, "sni", h.SNI, "route", c.Route, "server", c.Server, "client", client.String())
 		return c.Conn, nil
+	}
+}
+
+// registerCertificateAPI adds GET /api/certificates: every certificate
+// the store holds, with its names, source, validity and OCSP staple.
+func (d *daemon) registerCertificateAPI(srv *admin.Server) {
+	srv.Handle("GET /api/certificates", func(*http.Request) (any, error) {
+		if d.store == nil {
+			return []edgetls.CertInfo{}, nil
+		}
+		return d.store.List(), nil
+	})
+}
+
+// certificateCollector exports the seconds left before each served
+// certificate expires (edgeway_certificate_expiry_seconds), for an alert
+// well before a renewal that keeps failing runs out.
+type certificateCollector struct {
+	d    *daemon
+	desc *prometheus.Desc
+}
+
+func newCertificateCollector(d *daemon) *certificateCollector {
+	return &certificateCollector{d: d, desc: prometheus.NewDesc("edgeway_certificate_expiry_seconds",
+		"Seconds until the certificate expires, by first name and source; negative once expired.",
+		[]string{"name", "source", "key_type"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *certificateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.d.store == nil {
+		return
+	}
+	now := time.Now()
+	for _, ci := range c.d.store.List() {
+		if len(ci.Names) == 0 {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, ci.NotAfter.Sub(now).Seconds(), ci.Names[0], ci.Source, ci.KeyType)
 	}
 }

@@ -265,3 +265,28 @@ func TestCertificateFilesReload(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, func() bool { return s.servedSerial(t, "a.test") != old },
 		"the renewed certificate is not served:\n%s", s.p.Log())
 }
+
+// TestCertificatesAPI: the admin API lists the store's certificates and
+// /metrics exports their expiry.
+func TestCertificatesAPI(t *testing.T) {
+	e := startAdmin(t, "tls { self_signed api.test localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 }", map[string]string{
+		"r.routes": "route r { match PathPrefix(`/`)\n respond 200 \"ok\\n\" }\n",
+	})
+	var certs []struct {
+		Names    []string  `json:"names"`
+		Source   string    `json:"source"`
+		NotAfter time.Time `json:"not_after"`
+	}
+	if code := e.get(t, "/api/certificates", &certs); code != 200 {
+		t.Fatalf("GET /api/certificates: %d", code)
+	}
+	if len(certs) != 1 || certs[0].Source != "self-signed" || strings.Join(certs[0].Names, ",") != "api.test,localhost" {
+		t.Fatalf("certificates: %+v", certs)
+	}
+	if left := time.Until(certs[0].NotAfter); left < 300*24*time.Hour {
+		t.Fatalf("not_after %v: the self-signed certificate should be valid for about a year", certs[0].NotAfter)
+	}
+	if m := e.metric(t, `edgeway_certificate_expiry_seconds{key_type="ECDSA P-256",name="api.test",source="self-signed"}`); m == "" {
+		t.Fatal("no edgeway_certificate_expiry_seconds sample for api.test")
+	}
+}
