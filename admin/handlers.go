@@ -51,10 +51,11 @@ func (s *Server) explain(r *http.Request) (any, error) {
 		Headers:  v["header"],
 		ClientIP: v.Get("client_ip"),
 		Listener: v.Get("listener"),
+		TLS:      v.Has("sni"),
 		SNI:      v.Get("sni"),
 		ALPN:     v["alpn"],
 	}
-	if q.SNI == "" && q.URL == "" {
+	if !q.TLS && q.URL == "" {
 		return nil, Errorf(http.StatusBadRequest, "explain needs url=ABSOLUTE-URL (with method=, header=) or sni=NAME (with alpn=)")
 	}
 	if q.Method == "" {

@@ -54,7 +54,8 @@ type Route struct {
 }
 
 // ExplainQuery is one question for GET /api/explain: an HTTP request
-// (Method, URL, Headers) or, when SNI is set, a TLS connection (SNI, ALPN).
+// (Method, URL, Headers) or, when TLS is set, a TLS connection (SNI, ALPN;
+// SNI "" is a ClientHello without server name).
 type ExplainQuery struct {
 	Method string
 	URL    string
@@ -64,6 +65,7 @@ type ExplainQuery struct {
 	ClientIP string
 	// Listener names the listener; empty picks it by the URL's port.
 	Listener string
+	TLS      bool
 	SNI      string
 	ALPN     []string
 }

@@ -190,8 +190,11 @@ func (hc *h2Client) readUntil(timeout time.Duration, done func(ev *h2Events) boo
 		ev.frames++
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				hc.write(hc.fr.WriteSettingsAck)
+			if !f.IsAck() && hc.wmu.TryLock() {
+				// A flooding writer may hold the lock, blocked on a
+				// server that waits for this reader: skip the ACK then.
+				hc.fr.WriteSettingsAck()
+				hc.wmu.Unlock()
 			}
 		case *http2.MetaHeadersFrame:
 			if s := f.PseudoValue("status"); s != "" && s[0] != '1' {

@@ -24,6 +24,7 @@ type explainArgs struct {
 	file, clientIP, sni, listener string
 	headers, alpn                 multiFlag
 	positional                    []string
+	tls                           bool // --sni given, even empty
 }
 
 // parseExplainArgs accepts flags before, between and after the positional
@@ -35,13 +36,14 @@ func parseExplainArgs(args []string, stderr io.Writer) (*explainArgs, bool) {
 	fs.StringVar(&a.file, "c", "edgeway.conf", "main configuration `file`")
 	fs.Var(&a.headers, "H", "request header `Name: value` (repeatable)")
 	fs.StringVar(&a.clientIP, "client-ip", "", "client `IP` address the request comes from")
-	fs.StringVar(&a.sni, "sni", "", "explain a TLS connection with this server `name`")
+	fs.StringVar(&a.sni, "sni", "", "explain a TLS connection with this server `name` (\"\" for a ClientHello without one)")
 	fs.Var(&a.alpn, "alpn", "ALPN `protocol` the TLS client offers (repeatable)")
 	fs.StringVar(&a.listener, "listener", "", "listener `name` the request arrives on (default: by URL port)")
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, false
 		}
+		fs.Visit(func(f *flag.Flag) { a.tls = a.tls || f.Name == "sni" })
 		if fs.NArg() == 0 {
 			return a, true
 		}
@@ -78,13 +80,13 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 
 // query turns the command line into the question explain answers.
 func (a *explainArgs) query() (admin.ExplainQuery, error) {
-	q := admin.ExplainQuery{Headers: a.headers, ClientIP: a.clientIP, Listener: a.listener, SNI: a.sni, ALPN: a.alpn}
+	q := admin.ExplainQuery{Headers: a.headers, ClientIP: a.clientIP, Listener: a.listener, TLS: a.tls, SNI: a.sni, ALPN: a.alpn}
 	switch {
-	case a.sni != "" && len(a.positional) != 0:
+	case a.tls && len(a.positional) != 0:
 		return q, errors.New("explain --sni takes no METHOD or URL")
-	case a.sni == "" && len(a.positional) != 2:
+	case !a.tls && len(a.positional) != 2:
 		return q, errors.New("explain needs METHOD and URL (or --sni NAME)")
-	case a.sni == "":
+	case !a.tls:
 		q.Method, q.URL = a.positional[0], a.positional[1]
 	}
 	return q, nil
@@ -95,6 +97,9 @@ func (a *explainArgs) query() (admin.ExplainQuery, error) {
 // question that cannot be answered.
 func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) int {
 	switch {
+	case errors.Is(err, errTerminated):
+		fmt.Fprintln(stdout, errTerminated.Message)
+		return 1
 	case errors.Is(err, admin.ErrNoRoute):
 		fmt.Fprintln(stdout, "no route")
 		return 1

@@ -16,6 +16,10 @@ import (
 // would refuse before routing.
 var errRejectedPath = &admin.Error{Status: http.StatusUnprocessableEntity, Message: "bad request: the path would be answered 400"}
 
+// errTerminated answers a TLS question no tcp route claims: the listener
+// terminates the connection and its HTTP routes serve the requests.
+var errTerminated = &admin.Error{Status: http.StatusNotFound, Message: "no tcp route: the TLS connection is terminated here and the HTTP routes serve its requests", Err: admin.ErrNoRoute}
+
 // explain answers q on snap, a table compiled from cfg: the route that
 // would serve the request (or, when q.SNI is set, the TLS connection).
 // `edgeway explain` and GET /api/explain both call it. Errors are
@@ -26,7 +30,7 @@ func explain(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery) (adm
 	if err != nil {
 		return admin.Explanation{}, err
 	}
-	if q.SNI != "" {
+	if q.TLS || q.SNI != "" {
 		return explainTLS(cfg, snap, q, ip)
 	}
 	return explainRequest(cfg, snap, q, ip)
@@ -44,14 +48,19 @@ func parseClientIP(s string) (netip.Addr, error) {
 }
 
 func explainTLS(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery, ip netip.Addr) (admin.Explanation, error) {
-	hello := &rule.TCPHello{SNI: strings.ToLower(strings.TrimSpace(q.SNI)), ALPN: q.ALPN, ClientIP: ip}
+	hello := &rule.TCPHello{SNI: strings.TrimSuffix(strings.ToLower(strings.TrimSpace(q.SNI)), "."), ALPN: q.ALPN, ClientIP: ip}
 	name := q.Listener
+	for _, lc := range cfg.Listeners {
+		if name == "" && isTLS(lc) {
+			name = lc.Name
+		}
+	}
 	if name == "" && len(cfg.Listeners) > 0 {
 		name = cfg.Listeners[0].Name
 	}
 	route, up, ok := snap.MatchTCP(name, hello)
 	if !ok {
-		return admin.Explanation{}, admin.ErrNoRoute
+		return admin.Explanation{}, errTerminated
 	}
 	e := admin.Explanation{Kind: "tcp", Listener: name, Route: route, Upstream: up}
 	for _, r := range cfg.TCPRoutes {

@@ -290,3 +290,45 @@ func TestCertificatesAPI(t *testing.T) {
 		t.Fatal("no edgeway_certificate_expiry_seconds sample for api.test")
 	}
 }
+
+// TestExplainSNI: `edgeway explain --sni` reports the tcp route a
+// ClientHello reaches, or that the connection is terminated; --sni ""
+// stands for a ClientHello without a server name, which only
+// HostSNI(`*`) matches.
+func TestExplainSNI(t *testing.T) {
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{"edgeway.conf": `
+tls { self_signed a.test }
+listen web { addr 127.0.0.1:0
+  protocols http1 }
+listen sec { addr 127.0.0.1:0
+  protocols tls http1 h2 }
+upstream db { server 127.0.0.1:5432 }
+upstream any { server 127.0.0.1:5433 }
+tcp route db {
+  match HostSNI(` + "`db.test`" + `)
+  to db
+}
+tcp route nosni {
+  match HostSNI(` + "`*`" + `) && !HostSNIRegexp(` + "`.`" + `)
+  to any
+}
+route r { match PathPrefix(` + "`/`" + `)
+  respond 200 "ok" }
+`})
+	file := filepath.Join(dir, "edgeway.conf")
+	for _, tc := range []struct {
+		sni, want string
+		code      int
+	}{
+		{"db.test", "tcp route db -> upstream db", 0},
+		{"DB.test.", "tcp route db -> upstream db", 0},
+		{"", "tcp route nosni -> upstream any", 0},
+		{"a.test", "no tcp route: the TLS connection is terminated here", 1},
+	} {
+		out, code := runCLI(t, "explain", "-c", file, "--sni", tc.sni)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("explain --sni %q: exit %d %q, want %d %q", tc.sni, code, out, tc.code, tc.want)
+		}
+	}
+}
