@@ -17,7 +17,7 @@ func (p *Pool) startChecks() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stopChecks = cancel
-	checker := health.New(*hc)
+	checker := health.New(*hc, health.Options{SendProxy: p.cfg.SendProxy, H2C: p.cfg.Protocol == "h2c"})
 	for _, s := range p.servers {
 		p.checks.Go(func() {
 			health.Run(ctx, hc.Interval, hc.Jitter, health.Rand(p.rnd), func(ctx context.Context) {

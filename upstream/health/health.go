@@ -29,12 +29,22 @@ type Checker interface {
 	Check(ctx context.Context, addr string) Result
 }
 
+// Options are what a checker must know of its pool beyond the health
+// block.
+type Options struct {
+	// SendProxy is the pool's send_proxy ("", "v1", "v2"): HTTP checks
+	// then start with a PROXY header of the LOCAL kind.
+	SendProxy string
+	// H2C sends HTTP checks as HTTP/2 with prior knowledge (protocol h2c).
+	H2C bool
+}
+
 // New returns the checker cfg describes: TCP for type tcp, else HTTP.
-func New(cfg conf.HealthCheck) Checker {
+func New(cfg conf.HealthCheck, o Options) Checker {
 	if cfg.Type == "tcp" {
 		return TCP{}
 	}
-	return NewHTTP(cfg)
+	return NewHTTP(cfg, o)
 }
 
 // Rand is a source of uniformly random 64-bit numbers

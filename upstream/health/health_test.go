@@ -50,7 +50,7 @@ func TestHTTPCheck(t *testing.T) {
 			t.Parallel()
 			cfg := conf.DefaultHealthCheck()
 			tc.mod(&cfg)
-			r := CheckTimeout(context.Background(), New(cfg), addr, checkTimeout)
+			r := CheckTimeout(context.Background(), New(cfg, Options{}), addr, checkTimeout)
 			if r.OK != tc.ok || tc.reason != "" && r.Reason != tc.reason {
 				t.Errorf("check = %+v, want ok %v reason %q", r, tc.ok, tc.reason)
 			}
@@ -66,11 +66,11 @@ func TestTCPCheck(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	cfg := conf.HealthCheck{Type: "tcp"}
-	if r := CheckTimeout(context.Background(), New(cfg), addr, checkTimeout); !r.OK {
+	if r := CheckTimeout(context.Background(), New(cfg, Options{}), addr, checkTimeout); !r.OK {
 		t.Errorf("open port: %+v", r)
 	}
 	ln.Close()
-	if r := CheckTimeout(context.Background(), New(cfg), addr, checkTimeout); r.OK || !strings.Contains(r.Reason, "connect: ") {
+	if r := CheckTimeout(context.Background(), New(cfg, Options{}), addr, checkTimeout); r.OK || !strings.Contains(r.Reason, "connect: ") {
 		t.Errorf("closed port: %+v", r)
 	}
 }

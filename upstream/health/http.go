@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/edgeway/edgeway/conf"
 )
 
@@ -21,11 +23,12 @@ const maxBody = 64 << 10
 // sends `Connection: close`.
 type HTTP struct {
 	cfg    conf.HealthCheck
+	opts   Options
 	dialer net.Dialer
 }
 
 // NewHTTP returns an HTTP checker for cfg.
-func NewHTTP(cfg conf.HealthCheck) *HTTP { return &HTTP{cfg: cfg} }
+func NewHTTP(cfg conf.HealthCheck, o Options) *HTTP { return &HTTP{cfg: cfg, opts: o} }
 
 // Check sends the request to addr and judges the answer.
 func (h *HTTP) Check(ctx context.Context, addr string) Result {
@@ -39,6 +42,12 @@ func (h *HTTP) Check(ctx context.Context, addr string) Result {
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	if err := writeProxyLocal(c, h.opts.SendProxy); err != nil {
+		return Result{Reason: "write: " + errText(err)}
+	}
+	if h.opts.H2C {
+		return h.checkH2C(ctx, c, addr)
+	}
 	if _, err := io.WriteString(c, h.request(addr)); err != nil {
 		return Result{Reason: "write: " + errText(err)}
 	}
@@ -48,6 +57,48 @@ func (h *HTTP) Check(ctx context.Context, addr string) Result {
 	}
 	defer resp.Body.Close()
 	return h.judge(resp)
+}
+
+// checkH2C sends the check as HTTP/2 with prior knowledge on c, for
+// pools whose servers speak only that (gRPC).
+func (h *HTTP) checkH2C(ctx context.Context, c net.Conn, addr string) Result {
+	cc, err := (&http2.Transport{AllowHTTP: true}).NewClientConn(c)
+	if err != nil {
+		return Result{Reason: "h2c: " + errText(err)}
+	}
+	defer cc.Close()
+	method, path, host := h.cfg.Method, h.cfg.Path, h.cfg.Host
+	if path == "" {
+		path = "/"
+	}
+	if host == "" {
+		host = addr
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+host+path, nil)
+	if err != nil {
+		return Result{Reason: "request: " + err.Error()}
+	}
+	req.Header.Set("User-Agent", "edgeway-health-check")
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		return Result{Reason: "read: " + errText(err)}
+	}
+	defer resp.Body.Close()
+	return h.judge(resp)
+}
+
+// writeProxyLocal starts a check's connection with a PROXY protocol
+// header of the LOCAL kind (v2) or UNKNOWN (v1), which tells a server that
+// expects PROXY headers that the connection is the proxy's own.
+func writeProxyLocal(c net.Conn, version string) error {
+	var err error
+	switch version {
+	case "v1":
+		_, err = io.WriteString(c, "PROXY UNKNOWN\r\n")
+	case "v2":
+		_, err = io.WriteString(c, "\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00")
+	}
+	return err
 }
 
 func (h *HTTP) request(addr string) string {
