@@ -110,24 +110,23 @@ func TestH2HeaderBlockTimeout(t *testing.T) {
 func TestH2Floods(t *testing.T) {
 	tests := []struct {
 		desc  string
-		flood func(hc *h2Client, i int) error
+		flood func(hc *h2Client, i int, b []byte) error
 	}{
-		{desc: "rapid reset", flood: func(hc *h2Client, i int) error {
+		{desc: "rapid reset", flood: func(hc *h2Client, i int, b []byte) error {
 			id := uint32(2*i + 1)
-			b := hc.block()
 			if err := hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b, EndStream: true, EndHeaders: true}); err != nil {
 				return err
 			}
 			return hc.fr.WriteRSTStream(id, http2.ErrCodeCancel)
 		}},
-		{desc: "CONTINUATION flood", flood: func(hc *h2Client, i int) error {
+		{desc: "CONTINUATION flood", flood: func(hc *h2Client, i int, b []byte) error {
 			if i == 0 {
-				return hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hc.block()[:1]})
+				return hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:1]})
 			}
 			return hc.fr.WriteContinuation(1, false, []byte{0x40, 0x01, 'x', 0x01, 'y'}[:i%2])
 		}},
-		{desc: "SETTINGS flood", flood: func(hc *h2Client, i int) error { return hc.fr.WriteSettings() }},
-		{desc: "PING flood", flood: func(hc *h2Client, i int) error { return hc.fr.WritePing(false, [8]byte{byte(i)}) }},
+		{desc: "SETTINGS flood", flood: func(hc *h2Client, i int, _ []byte) error { return hc.fr.WriteSettings() }},
+		{desc: "PING flood", flood: func(hc *h2Client, i int, _ []byte) error { return hc.fr.WritePing(false, [8]byte{byte(i)}) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -135,12 +134,13 @@ func TestH2Floods(t *testing.T) {
 			runtime.GC()
 			base := runtime.NumGoroutine()
 			hc := dialH2(t, env.srv.Addr().String())
+			b := hc.block() // the same bytes each time: HPACK allows it
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
 				for i := 0; i < 100000; i++ {
 					hc.wmu.Lock()
-					err := tc.flood(hc, i)
+					err := tc.flood(hc, i, b)
 					hc.wmu.Unlock()
 					if err != nil {
 						return // the server closed the connection

@@ -326,6 +326,12 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 		// The client's body broke (reset, bad framing): its fault.
 		return 400, upstream.Abandoned
 	}
+	var re *upstream.RequestError
+	if errors.As(err, &re) {
+		// Refused before a byte was sent (a field HTTP/1.1 cannot carry,
+		// an upgrade an h2c pool cannot carry): never the server's fault.
+		return re.Status, upstream.Abandoned
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return 504, upstream.Failure
 	}

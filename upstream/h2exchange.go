@@ -192,10 +192,7 @@ func h2Header(addr string, h httpmsg.Header) (http.Header, error) {
 		case httpmsg.EqualFold(f.Name, "Upgrade"):
 			return nil, &RequestError{Status: 502, Addr: addr, Err: errH2Upgrade}
 		case httpmsg.EqualFold(f.Name, "TE"):
-			if httpsyntax.ListHas(f.Value, "trailers") {
-				out["Te"] = []string{"trailers"}
-			}
-			continue
+			continue // set below
 		case h2Skip(f.Name):
 			continue
 		case httpmsg.EqualFold(f.Name, "User-Agent"):
@@ -206,6 +203,9 @@ func h2Header(addr string, h httpmsg.Header) (http.Header, error) {
 	if !ua {
 		out["User-Agent"] = []string{""} // no Go default in its place
 	}
+	// The router never forwards a client's TE (hop-by-hop); edgeway
+	// relays trailers, and gRPC servers may insist on hearing so.
+	out["Te"] = []string{"trailers"}
 	return out, nil
 }
 
