@@ -53,7 +53,8 @@ func h2specPath(t *testing.T) string {
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // TestH2SpecConformance runs h2spec, the HTTP/2 conformance suite, against
-// the h2c listener and fails on any case not in h2specKnown.
+// the h2c listener and a TLS listener (ALPN h2) of one edgeway, and fails
+// on any case not in h2specKnown.
 func TestH2SpecConformance(t *testing.T) {
 	bin := h2specPath(t)
 	// The route proxies to an upstream that reads the whole body before it
@@ -65,13 +66,21 @@ func TestH2SpecConformance(t *testing.T) {
 		io.WriteString(w, "hello over h2c\n")
 	}))
 	t.Cleanup(up.Close)
-	_, base, _ := startEdgeway(t, "", map[string]string{"a.routes": fmt.Sprintf(
-		"upstream u { server %s }\nroute r { match PathPrefix(`/`)\n to u }\n", hostPort(up))})
-	port := base[strings.LastIndex(base, ":")+1:]
+	p, base, _ := startEdgeway(t, "tls { self_signed localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s }\n",
+		map[string]string{"a.routes": fmt.Sprintf(
+			"upstream u { server %s }\nroute r { match PathPrefix(`/`)\n to u }\n", hostPort(up))})
+	tlsAddr := p.Addrs(t, 2)["sec"]
+	t.Run("h2c", func(t *testing.T) { runH2Spec(t, bin, base[strings.LastIndex(base, ":")+1:]) })
+	t.Run("tls", func(t *testing.T) { runH2Spec(t, bin, tlsAddr[strings.LastIndex(tlsAddr, ":")+1:], "-t", "-k") })
+}
+
+// runH2Spec runs the suite against 127.0.0.1:port with extra flags.
+func runH2Spec(t *testing.T, bin, port string, extra ...string) {
 	report := filepath.Join(t.TempDir(), "h2spec.xml")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, bin, "-h", "127.0.0.1", "-p", port, "-o", "5", "-j", report).CombinedOutput()
+	args := append([]string{"-h", "127.0.0.1", "-p", port, "-o", "5", "-j", report}, extra...)
+	out, _ := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	raw, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatalf("h2spec wrote no report (%v):\n%s", err, out)
@@ -101,5 +110,9 @@ func TestH2SpecConformance(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("h2spec output:\n%s", out)
+	}
+	if i := strings.LastIndex(string(out), "tests, "); i > 0 {
+		line := string(out)[strings.LastIndex(string(out[:i]), "\n")+1:]
+		t.Logf("h2spec: %s", strings.TrimSpace(line))
 	}
 }
