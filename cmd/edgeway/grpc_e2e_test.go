@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -23,8 +25,8 @@ import (
 
 // grpcThroughEdgeway starts a gRPC server, an edgeway that routes to it
 // through an h2c upstream, and a gRPC client connected to edgeway over
-// h2c.
-func grpcThroughEdgeway(t *testing.T) *grpc.ClientConn {
+// h2c, or over TLS (h2 by ALPN) when overTLS is set.
+func grpcThroughEdgeway(t *testing.T, overTLS bool) *grpc.ClientConn {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,9 +37,20 @@ func grpcThroughEdgeway(t *testing.T) *grpc.ClientConn {
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
 	routes := fmt.Sprintf("upstream grpc {\n  server %s\n  protocol h2c\n}\nroute rpc {\n  match PathPrefix(`/edgeway.test.Echo/`)\n  to grpc\n}\n", ln.Addr())
-	_, base, _ := startEdgeway(t, "", map[string]string{"grpc.routes": routes})
-	cc, err := grpc.NewClient("passthrough:///"+strings.TrimPrefix(base, "http://"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	extra := ""
+	if overTLS {
+		extra = "tls { self_signed grpc.test }\nlisten sec { addr 127.0.0.1:0\n protocols tls h2 }\n"
+	}
+	p, base, _ := startEdgeway(t, extra, map[string]string{"grpc.routes": routes})
+	target, creds := strings.TrimPrefix(base, "http://"), insecure.NewCredentials()
+	if overTLS {
+		// The certificate is made at start, in memory: trust it blindly,
+		// the point here is the HTTP/2 over TLS path.
+		target = p.Addrs(t, 2)["sec"]
+		creds = credentials.NewTLS(&tls.Config{ServerName: "grpc.test", InsecureSkipVerify: true})
+	}
+	cc, err := grpc.NewClient("passthrough:///"+target,
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
 	if err != nil {
 		t.Fatal(err)
@@ -53,8 +66,12 @@ func callCtx(t *testing.T) context.Context {
 }
 
 func TestGRPCThroughH2CUpstream(t *testing.T) {
-	cc := grpcThroughEdgeway(t)
+	t.Run("h2c front", func(t *testing.T) { testGRPC(t, grpcThroughEdgeway(t, false)) })
+	t.Run("TLS front", func(t *testing.T) { testGRPC(t, grpcThroughEdgeway(t, true)) })
+}
 
+// testGRPC makes every kind of call on cc.
+func testGRPC(t *testing.T, cc *grpc.ClientConn) {
 	t.Run("unary", func(t *testing.T) {
 		var out []byte
 		if err := cc.Invoke(callCtx(t), testgrpc.Unary, []byte("hello"), &out); err != nil || string(out) != "hello" {
