@@ -65,12 +65,14 @@ func TestReadmeSnippetsLoad(t *testing.T) {
 }
 
 // TestMakeRunExample serves the shipped example the way `make run` does
-// (its two ports moved to free ones) and checks that the demo backend
-// answers through the proxy, as README promises.
+// (its ports moved to free ones) and checks that the demo backend answers
+// through the proxy, in cleartext, over TLS (HTTP/1.1 and HTTP/2) and by
+// SNI passthrough, as README promises.
 func TestMakeRunExample(t *testing.T) {
 	testutil.RequireCurl(t)
 	src := filepath.Join(testutil.ModuleRoot(t), "examples")
 	web, demo := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
+	sec, demoTLS := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
 	dir := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -80,7 +82,7 @@ func TestMakeRunExample(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		s := strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo).Replace(string(b))
+		s := strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo, ":8443", ":"+sec, ":8444", ":"+demoTLS).Replace(string(b))
 		rel, _ := filepath.Rel(src, p)
 		testutil.WriteFiles(t, dir, map[string]string{rel: s})
 		return nil
@@ -89,15 +91,24 @@ func TestMakeRunExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
-	p.Addrs(t, 2)
+	p.Addrs(t, 4)
 	base := "http://localhost:" + web
+	tls := "https://localhost:" + sec
 	cases := []struct{ desc, args, want string }{
 		{"root", base + "/", "hello from the edgeway demo backend\n"},
 		{"api", base + "/api/users", "[{\"id\":1,\"name\":\"ada\"}]\n"},
 		{"health", base + "/healthz", "ok\n"},
+		{"tls", tls + "/", "hello from the edgeway demo backend\n"},
+		{"tls api", tls + "/api/users", "[{\"id\":1,\"name\":\"ada\"}]\n"},
+		{"passthrough", "https://pass.localhost:" + sec + "/", "hello from the demo TLS backend, reached by SNI passthrough\n"},
 	}
 	for _, tc := range cases {
-		if out, code := testutil.Curl(t, tc.args); code != 0 || out != tc.want {
+		args := []string{tc.args}
+		if strings.HasPrefix(tc.args, "https") {
+			// The example's certificate is self-signed, made at start.
+			args = []string{"-k", "--http2", "--resolve", "pass.localhost:" + sec + ":127.0.0.1", tc.args}
+		}
+		if out, code := testutil.Curl(t, args...); code != 0 || out != tc.want {
 			t.Errorf("%s: exit %d, body %q, want %q", tc.desc, code, out, tc.want)
 		}
 	}
