@@ -257,3 +257,49 @@ func TestProxyProtocol(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSPassthroughHalfClose: a client that ends its side (close_notify,
+// then a TCP half-close) still reads the upstream's answer through a
+// passed-through connection.
+func TestTLSPassthroughHalfClose(t *testing.T) {
+	ca := testutil.NewCA(t, "half CA")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.TLSCert(t, testutil.IssueOptions{}, "half.test")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c) // until the client's close_notify
+		fmt.Fprintf(c, "got %d bytes", len(b))
+	}()
+	cfg := testConfig()
+	cfg.Protocols = []string{"tls", "http1"}
+	s, err := ListenWith(cfg, clientInfo(), slog.New(slog.DiscardHandler), Options{
+		TLS: &tls.Config{Certificates: []tls.Certificate{ca.TLSCert(t, testutil.IssueOptions{}, "other.test")}},
+		Passthrough: func(ctx context.Context, h *rule.TCPHello, _, _ netip.AddrPort) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	raw := testutil.DialRaw(t, s.Addr().String())
+	c := tls.Client(raw, &tls.Config{RootCAs: ca.Pool, ServerName: "half.test"})
+	io.WriteString(c, strings.Repeat("x", 100_000))
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	raw.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(ioTimeout))
+	b, err := io.ReadAll(c)
+	if string(b) != "got 100000 bytes" {
+		t.Fatalf("read %q (%v) after the half-close, want the upstream's answer", b, err)
+	}
+}
