@@ -77,7 +77,7 @@ func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
 		return nil, reloadErrors(err)
 	}
 	if !sameSockets(d.bound, cfg.Listeners) {
-		d.log.Warn("listener socket settings changed (timeouts, limits, socket options); they take effect on restart, routes are reloaded now")
+		d.log.Warn("listener settings changed (timeouts, limits, socket options, TLS, PROXY protocol, HTTP/2); they take effect on restart, routes and certificates are reloaded now")
 	}
 	if !reflect.DeepEqual(adminSettings(d.cfg.Admin), adminSettings(cfg.Admin)) || d.cfg.Log != cfg.Log {
 		d.log.Warn("admin or log settings changed; they take effect on restart, routes are reloaded now")
@@ -138,7 +138,8 @@ func listenersChanged(bound, next []conf.Listener) error {
 }
 
 // sameSockets reports whether the settings fixed when a listener's socket
-// and server were made are unchanged. The others (trusted_proxies,
+// and server were made are unchanged (its TLS settings, PROXY protocol and
+// HTTP/2 limits among them; certificates follow a reload). The others (trusted_proxies,
 // normalize, not_found_body, max_body_bytes) belong to the routing table
 // and follow a reload.
 func sameSockets(bound, next []conf.Listener) bool {
@@ -146,9 +147,30 @@ func sameSockets(bound, next []conf.Listener) bool {
 		n := next[i]
 		if b.ReadHeaderTimeout != n.ReadHeaderTimeout || b.IdleTimeout != n.IdleTimeout ||
 			b.MaxHeaderBytes != n.MaxHeaderBytes || b.MaxConns != n.MaxConns || b.Backlog != n.Backlog ||
-			b.ReusePort != n.ReusePort || b.NoDelay != n.NoDelay {
+			b.ReusePort != n.ReusePort || b.NoDelay != n.NoDelay || b.RedirectHTTPS != n.RedirectHTTPS || b.H2 != n.H2 ||
+			!reflect.DeepEqual(tlsSettings(b), tlsSettings(n)) || !reflect.DeepEqual(proxySettings(b), proxySettings(n)) {
 			return false
 		}
 	}
 	return true
+}
+
+// tlsSettings and proxySettings are a listener's blocks without their
+// positions, which move when lines are added above them.
+func tlsSettings(l conf.Listener) conf.ListenerTLS {
+	if l.TLS == nil {
+		return conf.ListenerTLS{}
+	}
+	t := *l.TLS
+	t.Pos = conf.Pos{}
+	return t
+}
+
+func proxySettings(l conf.Listener) conf.ProxyProtocol {
+	if l.ProxyProtocol == nil {
+		return conf.ProxyProtocol{}
+	}
+	p := *l.ProxyProtocol
+	p.Pos = conf.Pos{}
+	return p
 }
