@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
@@ -42,6 +43,23 @@ type front struct {
 	headerTO time.Duration // PROXY header and plain-text time limit
 	hsTO     time.Duration // ClientHello and handshake
 	log      *slog.Logger
+	stats    frontStats
+}
+
+// frontStats counts what the stages before HTTP decided.
+type frontStats struct {
+	handshakes, handshakeFailures, passedThrough, passthroughFailures, proxyRefused, notTLS atomic.Int64
+}
+
+// FrontStats counts the connections a listener's TLS and PROXY protocol
+// stages handled since it started.
+type FrontStats struct {
+	Handshakes          int64 // completed TLS handshakes
+	HandshakeFailures   int64 // ClientHellos or handshakes that failed or timed out
+	PassedThrough       int64 // connections sent on to a tcp route's server
+	PassthroughFailures int64 // a tcp route matched but no server could be reached
+	ProxyRefused        int64 // untrusted peers and bad PROXY headers
+	NotTLS              int64 // plain HTTP sent to the TLS port
 }
 
 // Limits of the stages before HTTP.
@@ -97,6 +115,7 @@ func (f *front) Serve(c *engine.Conn) engine.Action {
 func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
 	peer := addrPort(c.RemoteAddr())
 	if !trusts(f.trusted, peer.Addr()) {
+		f.stats.proxyRefused.Add(1)
 		f.log.Warn("refused connection: PROXY protocol peer not trusted", "remote", peer.String())
 		c.Abort()
 		return nil, false
@@ -105,6 +124,7 @@ func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
 	h, err := proxyproto.Read(c.Raw(), maxProxyHeader)
 	c.SetReadDeadline(time.Time{})
 	if err != nil {
+		f.stats.proxyRefused.Add(1)
 		f.log.Warn("refused connection: bad PROXY protocol header", "remote", peer.String(), "error", err.Error())
 		c.Abort()
 		return nil, false
@@ -130,9 +150,11 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	remote := addrPort(nc.RemoteAddr())
 	if err != nil {
 		if errors.Is(err, sniff.ErrNotTLS) {
+			f.stats.notTLS.Add(1)
 			f.plainOnTLS(c)
 			return engine.Close
 		}
+		f.stats.handshakeFailures.Add(1)
 		f.log.Debug("refused connection: no ClientHello", "remote", remote.String(), "error", err.Error())
 		return engine.Close
 	}
@@ -143,19 +165,23 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 		cancel()
 		switch {
 		case err == nil:
+			f.stats.passedThrough.Add(1)
 			c.SetDeadline(time.Time{})
 			c.Tunnel(up, nil, nil)
 			return engine.Close // the tunnel owns both sides now
 		case !errors.Is(err, ErrNoRoute):
+			f.stats.passthroughFailures.Add(1)
 			f.log.Warn("passthrough failed", "remote", remote.String(), "sni", hello.SNI, "error", err.Error())
 			return engine.Close
 		}
 	}
 	tc := tls.Server(nc, f.tls)
 	if err := tc.Handshake(); err != nil {
+		f.stats.handshakeFailures.Add(1)
 		f.log.Debug("TLS handshake failed", "remote", remote.String(), "sni", hello.SNI, "error", err.Error())
 		return engine.Close
 	}
+	f.stats.handshakes.Add(1)
 	c.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
 	switch {

@@ -39,10 +39,11 @@ const (
 // Server is one cleartext listener. Its methods are safe for concurrent
 // use.
 type Server struct {
-	name string
-	eng  *engine.Engine
-	h1   *http1.Server
-	h2   *h2Front // nil when the listener serves no HTTP/2
+	name  string
+	eng   *engine.Engine
+	h1    *http1.Server
+	h2    *h2Front // nil when the listener serves no HTTP/2
+	front *front   // nil without TLS or PROXY protocol
 }
 
 // Options are what a listener needs besides its configuration.
@@ -105,7 +106,8 @@ func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Option
 	s.h1 = http1.New(hc)
 	var eh engine.Handler = s.h1
 	if p.tls || cfg.ProxyProtocol != nil {
-		eh = newFront(cfg, p, s, o, log)
+		s.front = newFront(cfg, p, s, o, log)
+		eh = s.front
 	}
 	eng, err := engine.Listen(engine.ConfigFrom(cfg), eh, log)
 	if err != nil {
@@ -194,6 +196,20 @@ func (s *Server) Addr() net.Addr { return s.eng.Addr() }
 
 // Stats returns the engine's connection counts.
 func (s *Server) Stats() engine.Stats { return s.eng.Stats() }
+
+// FrontStats returns the TLS and PROXY protocol counts (zero on a
+// listener without either).
+func (s *Server) FrontStats() FrontStats {
+	if s.front == nil {
+		return FrontStats{}
+	}
+	st := &s.front.stats
+	return FrontStats{
+		Handshakes: st.handshakes.Load(), HandshakeFailures: st.handshakeFailures.Load(),
+		PassedThrough: st.passedThrough.Load(), PassthroughFailures: st.passthroughFailures.Load(),
+		ProxyRefused: st.proxyRefused.Load(), NotTLS: st.notTLS.Load(),
+	}
+}
 
 // Serve accepts and serves connections until Shutdown, then returns nil.
 func (s *Server) Serve() error {

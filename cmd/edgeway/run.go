@@ -141,6 +141,9 @@ func (d *daemon) start() error {
 	for i, s := range d.servers {
 		d.log.Info("listening", "listener", d.cfg.Listeners[i].Name, "addr", s.Addr().String())
 		d.metrics.Register(connectionsGauge(d.cfg.Listeners[i].Name, s))
+		if lc := d.cfg.Listeners[i]; isTLS(lc) || lc.ProxyProtocol != nil {
+			d.metrics.Register(newFrontCollector(lc.Name, s))
+		}
 		go func() { d.errc <- s.Serve() }()
 	}
 	if d.admin != nil {

@@ -123,3 +123,42 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, ci.NotAfter.Sub(now).Seconds(), ci.Names[0], ci.Source, ci.KeyType)
 	}
 }
+
+// frontCollector exports a TLS or PROXY protocol listener's stage counts:
+// edgeway_tls_handshakes_total{listener,result}, and
+// edgeway_front_connections_total{listener,outcome} for passthrough and
+// refusals.
+type frontCollector struct {
+	name       string
+	s          *listeners.Server
+	hs, outcom *prometheus.Desc
+}
+
+func newFrontCollector(name string, s *listeners.Server) *frontCollector {
+	l := prometheus.Labels{"listener": name}
+	return &frontCollector{name: name, s: s,
+		hs: prometheus.NewDesc("edgeway_tls_handshakes_total",
+			"TLS handshakes on a listener, by result (ok, failed: a bad or missing ClientHello, a failed or timed-out handshake).", []string{"result"}, l),
+		outcom: prometheus.NewDesc("edgeway_front_connections_total",
+			"Connections decided before HTTP, by outcome: passthrough, passthrough_failed (no server reachable), proxy_refused (untrusted peer or bad PROXY header), not_tls (plain HTTP on a TLS port).", []string{"outcome"}, l),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *frontCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.hs; ch <- c.outcom }
+
+// Collect implements prometheus.Collector.
+func (c *frontCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.FrontStats()
+	for _, v := range []struct {
+		d     *prometheus.Desc
+		label string
+		n     int64
+	}{
+		{c.hs, "ok", st.Handshakes}, {c.hs, "failed", st.HandshakeFailures},
+		{c.outcom, "passthrough", st.PassedThrough}, {c.outcom, "passthrough_failed", st.PassthroughFailures},
+		{c.outcom, "proxy_refused", st.ProxyRefused}, {c.outcom, "not_tls", st.NotTLS},
+	} {
+		ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n), v.label)
+	}
+}

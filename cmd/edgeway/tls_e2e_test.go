@@ -289,6 +289,21 @@ func TestCertificatesAPI(t *testing.T) {
 	if m := e.metric(t, `edgeway_certificate_expiry_seconds{key_type="ECDSA P-256",name="api.test",source="self-signed"}`); m == "" {
 		t.Fatal("no edgeway_certificate_expiry_seconds sample for api.test")
 	}
+	// One handshake, then a plain request on the TLS port: counted.
+	c, err := tls.Dial("tcp", e.p.Addrs(t, 2)["sec"], &tls.Config{InsecureSkipVerify: true, ServerName: "api.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	testutil.RawRoundTrip(t, e.p.Addrs(t, 2)["sec"], "GET / HTTP/1.1\r\nHost: api.test\r\n\r\n")
+	for sample, want := range map[string]string{
+		`edgeway_tls_handshakes_total{listener="sec",result="ok"}`:          "1",
+		`edgeway_front_connections_total{listener="sec",outcome="not_tls"}`: "1",
+	} {
+		if got := e.metric(t, sample); got != want {
+			t.Errorf("%s = %q, want %s", sample, got, want)
+		}
+	}
 }
 
 // TestExplainSNI: `edgeway explain --sni` reports the tcp route a
