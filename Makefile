@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test check vet fmt race tools bench bench-idle bench-ws bench-h2 bench-go fuzz clean
+.PHONY: all build run test check vet fmt race tools bench bench-idle bench-ws bench-h2 bench-tls bench-go fuzz clean
 
 all: build
 
@@ -59,6 +59,11 @@ bench-ws: build
 # bench-h2: HTTP/2 over TLS beside the peers (h2-peers.sh).
 bench-h2: build
 	scripts/bench.sh h2
+
+# bench-tls: idle TLS connections' memory, full handshakes/s and SNI
+# passthrough throughput beside nginx and HAProxy (scripts/bench-tls.sh).
+bench-tls: build
+	scripts/bench-tls.sh all
 
 # bench-go: the Go micro-benchmarks (matcher, guard, router).
 bench-go:

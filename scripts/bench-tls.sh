@@ -24,12 +24,18 @@
 #                /proc/stat; hs/s per busy core = hs/s / busy fraction, the
 #                fair number when the client (CPU 1) saturates first. The
 #                server's own CPU (utime+stime of its tree) is shown beside it.
+#                Each connection ends with close_notify and waits for the server
+#                to close, so the server has finished its side of every
+#                handshake counted. Before each run the script waits (at most
+#                QUIET_WAIT s) for both CPUs to fall under QUIET_PCT % busy.
 #   passthrough  Raw TLS streamed through edgeway's SNI passthrough. A TLS sink
 #                (tlsload -mode sink, cert for pass.test, CPU 1) counts what it
 #                gets; "direct" streams PT_BYTES straight to it, "edgeway"
 #                streams through edgeway's TLS port with SNI pass.test (edgeway
 #                still terminates other names). MB/s (10^6 B/s), edgeway's CPU
 #                seconds per GiB (utime+stime from /proc/PID/stat), CPU 0 busy.
+#                "haproxy-tcp" (PT_PEERS=haproxy, the default; PT_PEERS="" drops
+#                it) is HAProxy in TCP mode routing by req.ssl_sni, for reference.
 #
 # handshake and passthrough run ROUNDS rounds (default 2) and report medians.
 # Results (markdown + tsv) go to RESULTS_DIR, default
@@ -37,7 +43,7 @@
 # and stopped by its PID; every run has a time limit.
 #
 # Env: SERVERS="nginx haproxy edgeway direct-go" IDLE_N=10000 SETTLE=3
-#      HS_DURATION=10 HS_CONC=32 HS_REQ=0 PT_BYTES=1GiB ROUNDS=2
+#      HS_DURATION=10 HS_CONC=32 HS_REQ=0 PT_BYTES=1GiB PT_PEERS=haproxy ROUNDS=2
 #      TLS_PORT_BASE=9440 EDGEWAY_BIN=bin/edgeway BENCH_DIR=../shared/bench
 #      QUIET_PCT=15 QUIET_WAIT=20 KEEP_TMP=0
 set -euo pipefail
@@ -45,7 +51,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 BENCH_DIR=${BENCH_DIR:-$root/../shared/bench}
 [[ -f $BENCH_DIR/lib.sh ]] || { echo "bench harness not found at $BENCH_DIR (set BENCH_DIR)" >&2; exit 1; }
 # lib.sh gives log, die, stop_pid, tree_pids, rss_kb, pss_kb, cpu_snap,
-# cpu_pct, wait_http, stats and bench_cleanup (stops STARTED_PIDS, removes
+# cpu_pct, wait_http and bench_cleanup (stops STARTED_PIDS, removes
 # BENCH_TMP). We do not call its bench_init: it builds the harness's tools.
 # shellcheck source=../../shared/bench/lib.sh
 source "$BENCH_DIR/lib.sh"
@@ -65,6 +71,7 @@ HS_DURATION=${HS_DURATION:-10}
 HS_CONC=${HS_CONC:-32}
 HS_REQ=${HS_REQ:-0}
 PT_BYTES=${PT_BYTES:-1GiB}
+PT_PEERS=${PT_PEERS-haproxy}
 ROUNDS=${ROUNDS:-2}
 QUIET_PCT=${QUIET_PCT:-15}
 QUIET_WAIT=${QUIET_WAIT:-20}
@@ -205,6 +212,30 @@ EOF
 		die "edgeway rejected its config: $(cat "$1/validate.log")"
 }
 
+# gen_haproxy_tcp DIR PORT: the passthrough reference, HAProxy in TCP mode
+# routing by SNI (req.ssl_sni) to the sink, with its default settings (no
+# splicing unless told).
+gen_haproxy_tcp() {
+	cat >"$1/haproxy.cfg" <<EOF
+global
+    nbthread 1
+    maxconn 1000
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+frontend fe
+    bind 127.0.0.1:$2
+    tcp-request inspect-delay 5s
+    tcp-request content accept if { req_ssl_hello_type 1 }
+    use_backend sink if { req.ssl_sni -i pass.test }
+backend sink
+    server s1 127.0.0.1:$SINK_PORT
+EOF
+	haproxy -c -f "$1/haproxy.cfg" >"$1/check.log" 2>&1 || die "haproxy rejected its tcp config: $(tail -5 "$1/check.log")"
+}
+
 # start_server NAME [passthrough]: start NAME pinned to CPU 0 and wait until
 # https://127.0.0.1:PORT/ answers 200. Sets SERVER_PID and SERVER_DIR.
 start_server() {
@@ -252,15 +283,22 @@ stop_server() {
 	SERVER_PID=""
 }
 
-# cpu_ticks PID: utime + stime of PID and its descendants, in clock ticks.
-cpu_ticks() {
-	local total=0 p v
+# cpu_ticks_split PID: "utime stime" of PID and its descendants, in clock
+# ticks. cpu_ticks PID: their sum.
+cpu_ticks_split() {
+	local ut=0 st=0 p v
 	for p in $(tree_pids "$1"); do
 		# fields after the ") " that ends comm: utime is the 12th, stime the 13th
-		v=$(sed -E 's/^.*\) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}')
-		total=$((total + ${v:-0}))
+		read -r -a v <<<"$(sed -E 's/^.*\) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12, $13}')"
+		ut=$((ut + ${v[0]:-0})) st=$((st + ${v[1]:-0}))
 	done
-	echo "$total"
+	echo "$ut $st"
+}
+
+cpu_ticks() {
+	local v
+	read -r -a v <<<"$(cpu_ticks_split "$1")"
+	echo $((v[0] + v[1]))
 }
 
 # wait_quiet: wait (at most QUIET_WAIT s) for both CPUs to be under
@@ -380,7 +418,7 @@ HS_TSV=$OUT/handshake.tsv
 
 # handshake_round NAME ROUND: one tlsload run against the running server.
 handshake_round() {
-	local name=$1 round=$2 port=${PORT[$1]} out s0 s1 t0 t1 pct res hs rate
+	local name=$1 round=$2 port=${PORT[$1]} out s0 s1 t0 t1 pct res own rate
 	local req=() note=ok
 	[[ $HS_REQ == 1 ]] && req=(-req)
 	out="$SERVER_DIR/hs-$round"
@@ -391,14 +429,18 @@ handshake_round() {
 	s1=$(cpu_snap) t1=$(cpu_ticks "$SERVER_PID")
 	read -r -a pct <<<"$(cpu_pct "$s0" "$s1")"
 	res=$(grep '^RESULT' "$out.out" || true)
-	[[ -n $res ]] || { note="no result: $(head -c 200 "$out.err" | tr '\n\t' '  ')"; res="handshakes=0 failed=- secs=0 hs_per_sec=0"; }
-	[[ $(field failed "$res") == 0 ]] || note="$(field failed "$res") failed: $(head -c 200 "$out.err" | tr '\n\t' '  ')"
+	if [[ -z $res ]]; then
+		note="no result ($note): $(head -c 200 "$out.err" | tr '\n\t' '  ')"
+		res="handshakes=0 failed=- secs=0 hs_per_sec=0"
+	elif [[ $(field failed "$res") != 0 ]]; then
+		note="$(field failed "$res") failed: $(head -c 200 "$out.err" | tr '\n\t' '  ')"
+	fi
 	kill -0 "$SERVER_PID" 2>/dev/null || note="server died; $note"
 	rate=$(field hs_per_sec "$res")
 	# server CPU % of one core over the run, from its own ticks
-	hs=$(awk -v t="$((t1 - t0))" -v hz="$CLK_TCK" -v s="$(field secs "$res")" 'BEGIN { printf "%.0f", (s > 0) ? 100 * t / hz / s : 0 }')
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rate" "$(field failed "$res")" "${pct[0]}" "${pct[1]}" "$hs" "$note" >>"$HS_TSV"
-	log "$name round $round: $rate hs/s, CPU0 ${pct[0]}%, CPU1 ${pct[1]}%, server own ${hs}%, $note"
+	own=$(awk -v t="$((t1 - t0))" -v hz="$CLK_TCK" -v s="$(field secs "$res")" 'BEGIN { printf "%.0f", (s > 0) ? 100 * t / hz / s : 0 }')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rate" "$(field failed "$res")" "${pct[0]}" "${pct[1]}" "$own" "$note" >>"$HS_TSV"
+	log "$name round $round: $rate hs/s, CPU0 ${pct[0]}%, CPU1 ${pct[1]}%, server own ${own}%, $note"
 }
 
 report_handshake() {
@@ -457,38 +499,42 @@ run_handshake() {
 
 PT_TSV=$OUT/passthrough.tsv
 
-# stream_round PATH ROUND ADDR: one stream of PT_BYTES to ADDR with SNI
-# pass.test; for PATH=edgeway, also edgeway's CPU seconds.
+# stream_round PATH ROUND ADDR [PID]: one stream of PT_BYTES to ADDR with
+# SNI pass.test; with the PID of the proxy in the path, also its CPU seconds.
 stream_round() {
-	local path=$1 round=$2 addr=$3 out s0 s1 t0=0 t1=0 pct res note=ok secs_per_gib="-"
+	local path=$1 round=$2 addr=$3 pid=${4:-} cpu out s0 s1 t0="0 0" t1="0 0" pct res note=ok secs_per_gib="- - -"
 	out="$BENCH_TMP/pt-$path-$round"
 	wait_quiet
-	[[ $path == edgeway ]] && t0=$(cpu_ticks "$SERVER_PID")
+	[[ -n $pid ]] && t0=$(cpu_ticks_split "$pid")
 	s0=$(cpu_snap)
 	timeout -k 5 300 taskset -c 1 "$TLSLOAD" -mode stream -addr "$addr" -servername pass.test \
 		-bytes "$PT_BYTES" >"$out.out" 2>"$out.err" || note="client exit $?: $(head -c 200 "$out.err" | tr '\n\t' '  ')"
 	s1=$(cpu_snap)
-	[[ $path == edgeway ]] && t1=$(cpu_ticks "$SERVER_PID")
+	[[ -n $pid ]] && t1=$(cpu_ticks_split "$pid")
 	read -r -a pct <<<"$(cpu_pct "$s0" "$s1")"
 	res=$(grep '^RESULT' "$out.out" || true)
 	[[ -n $res ]] || res="bytes=0 secs=0 mb_per_sec=0"
-	if [[ $path == edgeway ]]; then
-		kill -0 "$SERVER_PID" 2>/dev/null || note="edgeway died; $note"
-		secs_per_gib=$(awk -v t="$((t1 - t0))" -v hz="$CLK_TCK" -v b="$(field bytes "$res")" \
-			'BEGIN { printf "%.3f", (b > 0) ? (t / hz) / (b / 2^30) : 0 }')
+	if [[ -n $pid ]]; then
+		kill -0 "$pid" 2>/dev/null || note="$path died; $note"
+		# "total user sys" CPU seconds per GiB
+		secs_per_gib=$(awk -v a="$t0" -v z="$t1" -v hz="$CLK_TCK" -v b="$(field bytes "$res")" 'BEGIN {
+			split(a, x); split(z, y); g = (b > 0) ? b / 2^30 : 1e99
+			u = (y[1] - x[1]) / hz / g; s = (y[2] - x[2]) / hz / g
+			printf "%.3f %.3f %.3f", u + s, u, s }')
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$round" "$(field mb_per_sec "$res")" "$(field secs "$res")" \
-		"$secs_per_gib" "${pct[0]}" "${pct[1]}" "$note" >>"$PT_TSV"
-	log "passthrough $path round $round: $(field mb_per_sec "$res") MB/s in $(field secs "$res")s, CPU0 ${pct[0]}%, CPU1 ${pct[1]}%, edgeway s/GiB $secs_per_gib, $note"
+	read -r -a cpu <<<"$secs_per_gib"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$round" "$(field mb_per_sec "$res")" "$(field secs "$res")" \
+		"${cpu[0]}" "${pct[0]}" "${pct[1]}" "$note" "${cpu[1]}" "${cpu[2]}" >>"$PT_TSV"
+	log "passthrough $path round $round: $(field mb_per_sec "$res") MB/s in $(field secs "$res")s, CPU0 ${pct[0]}%, CPU1 ${pct[1]}%, proxy s/GiB (total user sys) $secs_per_gib, $note"
 }
 
 report_passthrough() {
 	{
 		echo "## TLS passthrough by SNI: one connection streaming $PT_BYTES"
 		echo
-		echo "Client and TLS sink on CPU 1, edgeway on CPU 0; 256 KiB writes, close_notify, sink answers the byte count. Medians of $ROUNDS rounds. MB = 10^6 bytes."
+		echo "Client and TLS sink on CPU 1, the proxy on CPU 0 (haproxy-tcp: HAProxy mode tcp, req.ssl_sni, default settings); 256 KiB writes, close_notify, sink answers the byte count. Medians of $ROUNDS rounds. MB = 10^6 bytes."
 		echo
-		echo "| path | MB/s | ratio to direct | edgeway CPU s/GiB | CPU 0 busy % | CPU 1 busy % | note |"
+		echo "| path | MB/s | ratio to direct | proxy CPU s/GiB (user + sys) | CPU 0 busy % | CPU 1 busy % | note |"
 		echo "|---|---|---|---|---|---|---|"
 		awk -F'\t' '
 			function med(s,   n, a, i, j, t) {
@@ -499,21 +545,22 @@ report_passthrough() {
 			NR > 1 {
 				if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 }
 				mb[$1] = mb[$1] " " $3; cpu[$1] = cpu[$1] " " $5; c0[$1] = c0[$1] " " $6; c1[$1] = c1[$1] " " $7
+				ut[$1] = ut[$1] " " $9; st[$1] = st[$1] " " $10
 				if ($8 != "ok") note[$1] = note[$1] "r" $2 ": " $8 "; "
 			}
 			END {
 				base = ("direct" in seen) ? med(mb["direct"]) : 0
 				for (i = 1; i <= k; i++) {
 					s = order[i]; m = med(mb[s])
-					printf "| %s | %.0f | %s | %s | %.0f | %.0f | %s |\n", s, m, (base > 0) ? sprintf("%.2f", m / base) : "-", (s == "edgeway") ? sprintf("%.3f", med(cpu[s])) : "-", med(c0[s]), med(c1[s]), (note[s] == "") ? "ok" : note[s]
+					printf "| %s | %.0f | %s | %s | %.0f | %.0f | %s |\n", s, m, (base > 0) ? sprintf("%.2f", m / base) : "-", (s != "direct") ? sprintf("%.3f (%.3f + %.3f)", med(cpu[s]), med(ut[s]), med(st[s])) : "-", med(c0[s]), med(c1[s]), (note[s] == "") ? "ok" : note[s]
 				}
 			}' "$PT_TSV"
 	} | tee "$OUT/passthrough.md"
 }
 
 run_passthrough() {
-	local sink_pid i round eport=${PORT[edgeway]}
-	printf 'path\tround\tmb_per_sec\tsecs\tedgeway_cpu_s_per_gib\tcpu0_pct\tcpu1_pct\tnote\n' >"$PT_TSV"
+	local sink_pid i round eport=${PORT[edgeway]} hport=$((base + 7)) hap_pid="" d
+	printf 'path\tround\tmb_per_sec\tsecs\tproxy_cpu_s_per_gib\tcpu0_pct\tcpu1_pct\tnote\tuser_s_per_gib\tsys_s_per_gib\n' >"$PT_TSV"
 	if (exec 3<>"/dev/tcp/127.0.0.1/$SINK_PORT") 2>/dev/null; then
 		die "port $SINK_PORT is already in use; cannot start the sink (move TLS_PORT_BASE)"
 	fi
@@ -527,13 +574,28 @@ run_passthrough() {
 		sleep 0.1
 	done
 	start_server edgeway passthrough || die "edgeway did not start with the passthrough config"
+	if [[ " $PT_PEERS " == *" haproxy "* ]]; then
+		d="$BENCH_TMP/haproxy-tcp"
+		mkdir -p "$d"
+		gen_haproxy_tcp "$d" "$hport"
+		taskset -c 0 haproxy -db -f "$d/haproxy.cfg" >"$d/stdout.log" 2>&1 &
+		hap_pid=$!
+		STARTED_PIDS+=("$hap_pid")
+		for ((i = 0; i < 100; i++)); do
+			(exec 3<>"/dev/tcp/127.0.0.1/$hport") 2>/dev/null && break
+			kill -0 "$hap_pid" 2>/dev/null || { log "haproxy (tcp) did not start: $(tail -3 "$d/stdout.log")"; hap_pid=""; break; }
+			sleep 0.1
+		done
+	fi
 	for ((round = 1; round <= ROUNDS; round++)); do
 		stream_round direct "$round" "127.0.0.1:$SINK_PORT"
-		stream_round edgeway "$round" "127.0.0.1:$eport"
+		stream_round edgeway "$round" "127.0.0.1:$eport" "$SERVER_PID"
+		if [[ -n $hap_pid ]]; then stream_round haproxy-tcp "$round" "127.0.0.1:$hport" "$hap_pid"; fi
 	done
 	curl -sk --max-time 5 -o /dev/null -w '' "https://127.0.0.1:$eport/" ||
 		log "warning: edgeway stopped answering terminated TLS after the passthrough rounds"
 	stop_server
+	if [[ -n $hap_pid ]]; then stop_pid "$hap_pid"; fi
 	stop_pid "$sink_pid"
 	[[ -s $BENCH_TMP/sink.err ]] && log "sink errors: $(head -c 500 "$BENCH_TMP/sink.err")"
 	report_passthrough
