@@ -92,6 +92,9 @@ func (t *tunnel) write(dir uint8, b []byte) error {
 	dst := t.dst(dir)
 	if d := t.c.engine().cfg.tunnelWriteTimeout(); d > 0 {
 		dst.SetWriteDeadline(time.Now().Add(d))
+		// The limit is for this write: a deadline left behind would fail
+		// the loop's next write at once, after the tunnel sat quiet.
+		defer dst.SetWriteDeadline(time.Time{})
 	}
 	_, err := dst.Write(b)
 	return err
@@ -183,6 +186,10 @@ func writeOnce(raw syscall.RawConn, b []byte) (int, error) {
 // pump moves what direction dir's source has now, then parks the source
 // again; it runs on its own goroutine for each readiness event.
 func (t *tunnel) pump(dir uint8) {
+	if pp := getPipe(); pp != nil {
+		t.splicePump(dir, pp)
+		return
+	}
 	p := pumps.Get().(*pumpBuf)
 	defer pumps.Put(p)
 	src := t.src(dir)

@@ -223,3 +223,35 @@ func TestTunnelWithoutDescriptor(t *testing.T) {
 	client.Close()
 	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
 }
+
+// TestTunnelQuietAfterBulk: a tunnel that moved a bulk burst (through the
+// splice path, with a write deadline while it waited) and then stayed
+// quiet for longer than the tunnel write timeout still carries a small
+// message: the timeout bounds one write, it does not expire the tunnel.
+func TestTunnelQuietAfterBulk(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	cfg := testConfig()
+	cfg.TunnelWriteTimeout = 50 * time.Millisecond
+	e := start(t, cfg, tunnelHandler(u))
+	client, up := openTunnel(t, e, u)
+	bulk := make([]byte, 4<<20)
+	go client.Write(bulk)
+	up.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(up, make([]byte, len(bulk))); err != nil {
+		t.Fatalf("bulk: %v", err)
+	}
+	waitStats(t, e, "the tunnel to park", func(s Stats) bool { return s.Active == 0 })
+	deadline := time.Now().Add(4 * cfg.TunnelWriteTimeout)
+	for time.Now().Before(deadline) { // the quiet time is what is tested
+		time.Sleep(deadline.Sub(time.Now()))
+	}
+	for _, p := range []struct{ from, to net.Conn }{{client, up}, {up, client}} {
+		io.WriteString(p.from, "ping\n")
+		p.to.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 5)
+		if _, err := io.ReadFull(p.to, b); err != nil || string(b) != "ping\n" {
+			t.Fatalf("after a quiet spell, %s -> %s: %q, %v (stats %+v)", p.from.LocalAddr(), p.to.LocalAddr(), b, err, e.Stats())
+		}
+	}
+}
