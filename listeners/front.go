@@ -82,7 +82,7 @@ func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.
 	}
 	if p.tls {
 		tc := o.TLS.Clone()
-		tc.NextProtos = p.alpn()
+		tc.NextProtos = append(p.alpn(), ACMEALPN)
 		f.tls = tc
 	}
 	return f
@@ -158,7 +158,7 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 		f.log.Debug("refused connection: no ClientHello", "remote", remote.String(), "error", err.Error())
 		return engine.Close
 	}
-	if f.pass != nil {
+	if f.pass != nil && !isACMEHello(hello.ALPN) {
 		th := rule.TCPHello{SNI: hello.SNI, ALPN: hello.ALPN, ClientIP: remote.Addr()}
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(f.hsTO))
 		up, err := f.pass(ctx, &th, remote, addrPort(nc.LocalAddr()))
@@ -185,6 +185,11 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	c.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
 	switch {
+	case st.NegotiatedProtocol == ACMEALPN:
+		// A TLS-ALPN-01 validation: the handshake (with the challenge
+		// certificate the store gave for it) was the answer.
+		tc.Close()
+		return engine.Close
 	case st.NegotiatedProtocol == "h2" && f.h2 != nil:
 		go f.serveH2(c, tc)
 		return engine.Detach
@@ -215,6 +220,14 @@ func (f *front) plainOnTLS(c *engine.Conn) {
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	c.Write([]byte("HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 }
+
+// ACMEALPN is the ALPN protocol of ACME's TLS-ALPN-01 validation (RFC
+// 8737). A ClientHello offering only it is never passed through: the
+// store answers it with a challenge certificate and the connection ends
+// after the handshake.
+const ACMEALPN = "acme-tls/1"
+
+func isACMEHello(alpn []string) bool { return len(alpn) == 1 && alpn[0] == ACMEALPN }
 
 // proxiedConn is a client connection whose addresses come from its PROXY
 // protocol header.

@@ -146,6 +146,10 @@ func (d *daemon) start() error {
 		}
 		go func() { d.errc <- s.Serve() }()
 	}
+	if err := d.startACME(); err != nil {
+		d.closeAll()
+		return err
+	}
 	if d.admin != nil {
 		d.admin.SetReady()
 	}
@@ -247,6 +251,8 @@ func (d *daemon) shutdown() int {
 	for _, s := range d.servers {
 		go func() { done <- s.Shutdown(ctx) }()
 	}
+	d.shutdownH3(ctx)
+	d.stopACME()
 	for range d.servers {
 		if err := <-done; err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			d.log.Error("shutdown", "err", err)

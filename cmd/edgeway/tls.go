@@ -48,6 +48,11 @@ func (d *daemon) listen(lc conf.Listener) (*listeners.Server, error) {
 	if lc.RedirectHTTPS > 0 {
 		h = router.RedirectHTTPS(lc.RedirectHTTPS)
 	}
+	h = d.acmeWrap(lc, h)
+	if err := d.startH3(lc, h); err != nil {
+		return nil, err
+	}
+	h = d.h3Wrap(lc, h)
 	var o listeners.Options
 	if isTLS(lc) {
 		if d.store == nil {
