@@ -153,13 +153,14 @@ func validHost(v string) bool {
 	return true
 }
 
-// validAuthority checks an authority of a request target (RFC 9112
+// ValidAuthority checks an authority (a Host field, an HTTP/2
+// :authority, or a request target's authority; RFC 9112
 // §3.2.2, §3.2.3): a non-empty reg-name or IPv4 address, or an IPv6
 // literal in brackets, then an optional ":" port. Userinfo and
 // percent-encoding are refused: RFC 9110 §4.2.4 says to treat userinfo
 // as an error, and a %-encoded host would be decoded differently by
 // different recipients.
-func validAuthority(a string) bool {
+func ValidAuthority(a string) bool {
 	host, port := a, ""
 	if strings.HasPrefix(a, "[") {
 		end := strings.IndexByte(a, ']')

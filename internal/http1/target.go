@@ -20,7 +20,7 @@ func checkTarget(t, method []byte) (auth []byte, ok bool) {
 	case string(t) == "*":
 		return nil, string(method) == "OPTIONS"
 	case string(method) == "CONNECT":
-		return t, validAuthority(str(t))
+		return t, ValidAuthority(str(t))
 	}
 	i := schemeLen(t)
 	if i == 0 || len(t) < i+3 || string(t[i:i+3]) != "://" {
@@ -35,7 +35,7 @@ func checkTarget(t, method []byte) (auth []byte, ok bool) {
 		}
 	}
 	auth = rest[:end]
-	return auth, validAuthority(str(auth)) && validPath(rest[end:])
+	return auth, ValidAuthority(str(auth)) && validPath(rest[end:])
 }
 
 // schemeLen returns the length of the scheme at the start of t (RFC 3986

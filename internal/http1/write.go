@@ -96,7 +96,7 @@ func validOutTarget(method, t string) bool {
 	case t == "*":
 		return method == "OPTIONS"
 	}
-	return method == "CONNECT" && validAuthority(t)
+	return method == "CONNECT" && ValidAuthority(t)
 }
 
 // appendFields appends h's fields but those the writer frames itself;

@@ -2,10 +2,9 @@ package stdhttp
 
 import (
 	"net/http"
-	"net/netip"
 	"strconv"
-	"strings"
 
+	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
@@ -16,7 +15,7 @@ import (
 // not match its DATA is malformed; RFC 9110 §8.6: a list or differing
 // values are refused, not guessed at).
 func validH2(r *http.Request) bool {
-	if !httpsyntax.ValidToken(r.Method) || (r.Host != "" && !validAuthority(r.Host)) {
+	if !httpsyntax.ValidToken(r.Method) || (r.Host != "" && !http1.ValidAuthority(r.Host)) {
 		return false
 	}
 	cl, ok := r.Header["Content-Length"]
@@ -42,45 +41,4 @@ func digits(s string) bool {
 		}
 	}
 	return true
-}
-
-// validAuthority checks host[:port]: a reg-name or IPv4 address of
-// unreserved and sub-delim characters, or a bracketed IPv6 literal;
-// userinfo and percent-encoding are refused (RFC 9110 §4.2.4, and a
-// %-encoded host would be read differently by different recipients).
-func validAuthority(a string) bool {
-	host, port := a, ""
-	if strings.HasPrefix(a, "[") {
-		end := strings.IndexByte(a, ']')
-		if end < 2 {
-			return false
-		}
-		ip, err := netip.ParseAddr(a[1:end])
-		if err != nil || !ip.Is6() || ip.Zone() != "" {
-			return false
-		}
-		host, port = "", a[end+1:]
-		if port != "" && port[0] != ':' {
-			return false
-		}
-	} else if i := strings.LastIndexByte(a, ':'); i >= 0 {
-		host, port = a[:i], a[i:]
-	}
-	for i := 0; i < len(host); i++ {
-		if !regName(host[i]) {
-			return false
-		}
-	}
-	if port != "" && !digits(port[1:]) && port != ":" {
-		return false
-	}
-	return host != "" || strings.HasPrefix(a, "[")
-}
-
-func regName(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-._~!$&'()*+,;=", c) >= 0
 }
