@@ -10,7 +10,10 @@
 // Linux only; elsewhere Peek and Consume return errors.ErrUnsupported.
 package peek
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // ErrFull is returned by Peek when the bytes the caller needs do not fit
 // in its buffer: the buffer is full, or the caller asked for more than it
@@ -25,3 +28,25 @@ var ErrFull = errors.New("peek: buffer full before the data was complete")
 // total needed when known, else any lower bound such as len(b)+1). A
 // non-nil error ends the peek with that error.
 type Complete func(b []byte) (want int, err error)
+
+// Parse peeks until parse, run on the bytes so far, returns anything but
+// incomplete (whose int is then the length it needs), and returns parse's
+// value and length. seen, when not nil, is called with every prefix
+// peeked (tests use it to send the rest once the peek has waited). A
+// buffer that fills first gives ErrFull, with the length needed.
+func Parse[T any](rc syscall.RawConn, buf []byte, parse func([]byte) (T, int, error), incomplete error, seen func([]byte)) (T, int, error) {
+	var v T
+	n, err := Peek(rc, buf, func(b []byte) (int, error) {
+		if seen != nil {
+			seen(b)
+		}
+		var n int
+		var err error
+		v, n, err = parse(b)
+		if err == incomplete {
+			return n, nil
+		}
+		return n, err
+	})
+	return v, n, err
+}

@@ -70,19 +70,7 @@ func read(rc syscall.RawConn, max int, seen func([]byte)) (Header, error) {
 // peekHeader peeks into buf until it holds a whole header, and parses it.
 // With peek.ErrFull, the int is the length needed.
 func peekHeader(rc syscall.RawConn, buf []byte, seen func([]byte)) (Header, int, error) {
-	var h Header
-	n, err := peek.Peek(rc, buf, func(b []byte) (int, error) {
-		if seen != nil {
-			seen(b)
-		}
-		var n int
-		var err error
-		h, n, err = Parse(b)
-		if err == ErrIncomplete {
-			return n, nil
-		}
-		return n, err
-	})
+	h, n, err := peek.Parse(rc, buf, Parse, ErrIncomplete, seen)
 	switch {
 	case err == nil:
 		return h, n, nil

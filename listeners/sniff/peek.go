@@ -27,19 +27,7 @@ func Peek(rc syscall.RawConn, buf []byte) (Hello, int, error) {
 // peekHello is Peek; seen, when not nil, is called with every prefix
 // peeked (tests use it to send the rest once the peek has waited).
 func peekHello(rc syscall.RawConn, buf []byte, seen func([]byte)) (Hello, int, error) {
-	var h Hello
-	n, err := peek.Peek(rc, buf, func(b []byte) (int, error) {
-		if seen != nil {
-			seen(b)
-		}
-		var n int
-		var err error
-		h, n, err = Parse(b)
-		if err == ErrIncomplete {
-			return n, nil
-		}
-		return n, err
-	})
+	h, n, err := peek.Parse(rc, buf, Parse, ErrIncomplete, seen)
 	switch {
 	case err == nil:
 		return h, n, nil
