@@ -228,10 +228,9 @@ func closedConn(ev *h2Events) bool { return ev.closed }
 // rawUpstream is an HTTP/1.1 server that records the exact bytes of each
 // request head it receives and answers 200 "ok".
 type rawUpstream struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	got  []string
-	open int
+	ln  net.Listener
+	mu  sync.Mutex
+	got []string
 }
 
 func startRawUpstream(t *testing.T) *rawUpstream {
