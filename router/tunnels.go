@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/edgeway/edgeway/upstream"
 )
 
 // Tunnels and reloads. A reload never touches a tunnel whose route and
@@ -61,9 +63,19 @@ func (t *tunnels) track(up net.Conn, k tunnelKey) net.Conn {
 	return c
 }
 
-// orphaned returns the tunnels whose route or server is not in s.
-func (t *tunnels) orphaned(s *Snapshot) []*tunnelConn {
+// orphaned returns the tunnels whose route or server is not in s (tcp
+// routes' servers are looked up in pools).
+func (t *tunnels) orphaned(s *Snapshot, pools map[string]*upstream.Pool) []*tunnelConn {
 	keep := map[tunnelKey]bool{}
+	for _, tl := range s.tcp {
+		for _, rt := range tl.routes {
+			if p := pools[rt.Upstream]; p != nil {
+				for _, srv := range p.Servers() {
+					keep[tunnelKey{rt.Name, rt.Upstream, srv.Addr}] = true
+				}
+			}
+		}
+	}
 	for _, hl := range s.http {
 		for _, rt := range hl.routes {
 			if rt.pool == nil {
@@ -90,7 +102,7 @@ func (r *Router) drainTunnels(s *Snapshot, limit time.Duration) {
 	if limit <= 0 {
 		return
 	}
-	for _, c := range r.tunnels.orphaned(s) {
+	for _, c := range r.tunnels.orphaned(s, r.set.Pools()) {
 		time.AfterFunc(limit, func() { c.Close() })
 	}
 }
