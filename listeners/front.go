@@ -39,9 +39,8 @@ type front struct {
 	tls      *tls.Config
 	pass     func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error)
 	trusted  []netip.Prefix // PROXY protocol peers; nil: no PROXY stage
-	proxy    bool
-	headerTO time.Duration // PROXY header and plain-text time limit
-	hsTO     time.Duration // ClientHello and handshake
+	headerTO time.Duration  // PROXY header and plain-text time limit
+	hsTO     time.Duration  // ClientHello and handshake
 	log      *slog.Logger
 	stats    frontStats
 }
@@ -75,7 +74,7 @@ func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.
 	f := &front{name: cfg.Name, p: p, h1: s.h1, h2: s.h2, pass: o.Passthrough,
 		headerTO: cfg.ReadHeaderTimeout, hsTO: 10 * time.Second, log: log}
 	if cfg.ProxyProtocol != nil {
-		f.proxy, f.trusted = true, cfg.ProxyProtocol.Trusted
+		f.trusted = cfg.ProxyProtocol.Trusted
 	}
 	if cfg.TLS != nil && cfg.TLS.HandshakeTimeout > 0 {
 		f.hsTO = cfg.TLS.HandshakeTimeout
@@ -94,7 +93,7 @@ func (f *front) Serve(c *engine.Conn) engine.Action {
 		return f.h1.Serve(c)
 	}
 	nc := net.Conn(c.TCP())
-	if f.proxy {
+	if f.trusted != nil {
 		pc, ok := f.readProxy(c)
 		if !ok {
 			return engine.Close

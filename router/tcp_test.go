@@ -14,26 +14,6 @@ import (
 	"github.com/edgeway/edgeway/routes/rule"
 )
 
-// echoServer accepts connections and echoes them.
-func echoServer(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
-		}
-	}()
-	return ln
-}
-
 func tcpConfig(t *testing.T, up string, routes ...string) *conf.Config {
 	t.Helper()
 	c := &conf.Config{
@@ -56,10 +36,10 @@ func tcpConfig(t *testing.T, up string, routes ...string) *conf.Config {
 // connection whose route stays and closes one whose route left after
 // tunnel_drain.
 func TestDialTCP(t *testing.T) {
-	ln := echoServer(t)
+	up := rawServer(t, func(c net.Conn) { defer c.Close(); io.Copy(c, c) })
 	r := New(Options{})
 	t.Cleanup(r.Close)
-	if err := r.Apply(tcpConfig(t, ln.Addr().String(), "stays", "goes")); err != nil {
+	if err := r.Apply(tcpConfig(t, up, "stays", "goes")); err != nil {
 		t.Fatal(err)
 	}
 	name := testListener().Name
@@ -79,7 +59,7 @@ func TestDialTCP(t *testing.T) {
 		return err
 	}
 	stays, err := dial("stays.test")
-	if err != nil || stays.Route != "stays" || stays.Server != ln.Addr().String() {
+	if err != nil || stays.Route != "stays" || stays.Server != up {
 		t.Fatalf("dial stays.test: %+v, %v", stays, err)
 	}
 	goes, err := dial("goes.test")
@@ -87,7 +67,7 @@ func TestDialTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stays.Close(); goes.Close() })
-	if err := r.Apply(tcpConfig(t, ln.Addr().String(), "stays")); err != nil {
+	if err := r.Apply(tcpConfig(t, up, "stays")); err != nil {
 		t.Fatal(err)
 	}
 	goes.SetReadDeadline(time.Now().Add(10 * time.Second))

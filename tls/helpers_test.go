@@ -311,15 +311,3 @@ func servedCN(t testing.TB, addr, sni string, cfg *tls.Config) string {
 	}
 	return cs.PeerCertificates[0].Subject.CommonName
 }
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 	"golang.org/x/crypto/ocsp"
 )
 
@@ -136,10 +137,10 @@ func (o *ocspSetup) info() OCSPInfo { return o.s.List()[0].OCSP }
 func (o *ocspSetup) waitStaple(t *testing.T, what string, cond func([]byte) bool) []byte {
 	t.Helper()
 	var got []byte
-	waitFor(t, what, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		got = o.staple(t)
 		return cond(got)
-	})
+	}, "waiting for %s", what)
 	return got
 }
 
@@ -188,7 +189,7 @@ func TestOCSPStapled(t *testing.T) {
 
 func TestOCSPResponderDownThenUp(t *testing.T) {
 	o := newOCSPSetup(t, "down", time.Hour)
-	waitFor(t, "two failed fetches", 10*time.Second, func() bool { return len(o.resp.fetchTimes()) >= 2 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return len(o.resp.fetchTimes()) >= 2 }, "waiting for two failed fetches")
 	if got := o.staple(t); got != nil {
 		t.Fatal("staple served while the responder is down")
 	}
@@ -233,9 +234,9 @@ func TestOCSPLastGoodStapleWhileValid(t *testing.T) {
 	if time.Now().Before(next) {
 		t.Error("staple dropped before its NextUpdate")
 	}
-	waitFor(t, "a timeout error", 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(o.info().LastError, "deadline exceeded")
-	})
+	}, "waiting for a timeout error")
 	o.resp.set("good", time.Hour)
 	o.waitStaple(t, "a staple after the responder answers again", hasStaple)
 }
@@ -255,9 +256,9 @@ func TestOCSPRevoked(t *testing.T) {
 
 func TestOCSPUnknownNotStapled(t *testing.T) {
 	o := newOCSPSetup(t, "unknown", time.Hour)
-	waitFor(t, "an unknown status", 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(o.info().LastError, "unknown")
-	})
+	}, "waiting for an unknown status")
 	if got := o.staple(t); got != nil {
 		t.Error("an Unknown response was stapled")
 	}

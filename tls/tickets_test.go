@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 func ticketStore(t *testing.T, tickets bool, rotation time.Duration) (*Store, *testServer) {
@@ -106,7 +107,7 @@ func (t *ticketKeys) current() [32]byte {
 func TestRotationLoop(t *testing.T) {
 	s, _ := ticketStore(t, true, 10*time.Millisecond)
 	first := s.tickets.current()
-	waitFor(t, "a ticket key rotation", 5*time.Second, func() bool { return s.tickets.current() != first })
+	testutil.Eventually(t, 5*time.Second, func() bool { return s.tickets.current() != first }, "waiting for a ticket key rotation")
 	// A reload with the default interval restarts the loop with 12h.
 	if err := s.Load(&conf.TLSStore{SessionTickets: true}); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // h2cServer is an HTTP/2 server with prior knowledge (h2c) on loopback
@@ -239,22 +240,7 @@ func TestH2CMultiplexes(t *testing.T) {
 	}
 	// The streams end on the connection's read loop, just after the
 	// bodies' EOF: the count settles at 1.
-	if !eventually(10*time.Second, func() bool { return tr.IdleConns() == 1 }) {
-		t.Errorf("IdleConns = %d, want 1", tr.IdleConns())
-	}
-}
-
-// eventually polls cond until it holds or d passed.
-func eventually(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return tr.IdleConns() == 1 }, "IdleConns = %d, want 1", tr.IdleConns())
 }
 
 func waitTimeout(t testing.TB, wait func(), d time.Duration, what string) {

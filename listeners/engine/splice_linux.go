@@ -81,18 +81,7 @@ func (t *tunnel) splicePump(dir uint8, p *pipe) {
 			empty = true
 			continue
 		}
-		switch {
-		case errors.Is(err, unix.EINTR):
-		case errors.Is(err, unix.EAGAIN):
-			if !t.arm(src) {
-				t.close()
-			}
-			return
-		case err == nil: // end of stream
-			t.halfClose(dir)
-			return
-		default:
-			t.close()
+		if !t.idle(dir, src, err) {
 			return
 		}
 	}

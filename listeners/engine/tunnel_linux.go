@@ -202,21 +202,29 @@ func (t *tunnel) pump(dir uint8) {
 			}
 			continue
 		}
-		switch {
-		case errors.Is(err, unix.EINTR):
-		case errors.Is(err, unix.EAGAIN):
-			if !t.arm(src) {
-				t.close()
-			}
-			return
-		case err == nil: // end of stream
-			t.halfClose(dir)
-			return
-		default:
-			t.close()
+		if !t.idle(dir, src, err) {
 			return
 		}
 	}
+}
+
+// idle handles a read of direction dir's source that moved nothing: it
+// parks the source (EAGAIN), passes an end of stream on, or closes the
+// tunnel on an error, and reports whether to read again (EINTR).
+func (t *tunnel) idle(dir uint8, src *watch, err error) bool {
+	switch {
+	case errors.Is(err, unix.EINTR):
+		return true
+	case errors.Is(err, unix.EAGAIN):
+		if !t.arm(src) {
+			t.close()
+		}
+	case err == nil: // end of stream
+		t.halfClose(dir)
+	default:
+		t.close()
+	}
+	return false
 }
 
 // halfClose passes an end of stream on; the tunnel closes when both
