@@ -64,7 +64,8 @@ type Listener struct {
 	// Protocols the listener speaks: "http1", "h2c" (cleartext HTTP/2 with
 	// prior knowledge), "tls" (the listener terminates TLS, or passes it
 	// through for `tcp route`s), "h2" (HTTP/2 over TLS, by ALPN; needs
-	// tls). On a TLS listener "http1" and "h2" are the protocols offered
+	// tls), "h3" (HTTP/3 over QUIC on the same port number over UDP;
+	// needs tls). On a TLS listener "http1" and "h2" are the protocols offered
 	// by ALPN, and h2c is refused; when neither is written Load appends
 	// "h2" and "http1". Otherwise in the order written. Default: http1
 	// and h2c.
@@ -84,6 +85,9 @@ type Listener struct {
 	// H2 holds the HTTP/2 limits (for h2 and h2c), defaults filled in
 	// (DefaultH2Limits) whether or not the listener has an h2 block.
 	H2 H2Limits
+	// QUIC holds the HTTP/3 settings (for h3), defaults filled in
+	// (DefaultQUIC) whether or not the listener has a quic block.
+	QUIC QUIC
 	// ReadHeaderTimeout bounds the time to read a request's headers; a
 	// client slower than this is disconnected. Default 10s.
 	ReadHeaderTimeout time.Duration

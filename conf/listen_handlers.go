@@ -12,7 +12,7 @@ import (
 
 // The protocols a listener can speak, and the default set.
 var (
-	protocols        = []string{"http1", "h2c", "tls", "h2"}
+	protocols        = []string{"http1", "h2c", "tls", "h2", "h3"}
 	defaultProtocols = []string{"http1", "h2c"}
 )
 

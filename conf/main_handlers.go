@@ -43,6 +43,7 @@ func DefaultListener(name, addr string) Listener {
 		Name: name, Addr: addr,
 		Protocols:         append([]string(nil), defaultProtocols...),
 		H2:                DefaultH2Limits(),
+		QUIC:              DefaultQUIC(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -70,6 +71,7 @@ func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
 		b.errorf(a.Args[0].Pos, "accept_loops: %d sockets need `reuseport on`", l.AcceptLoops)
 	}
 	b.finishListener(&l, d)
+	b.finishQUIC(&l, d)
 	b.cfg.Listeners = append(b.cfg.Listeners, l)
 }
 
@@ -115,6 +117,7 @@ var listenTable = table[*Listener]{
 	"proxy_protocol":  proxyProtocol,
 	"redirect_https":  redirectHTTPSListener,
 	"h2":              h2Directive,
+	"quic":            quicDirective,
 }
 
 // maxKeepAlive is the kernel's limit on TCP_KEEPIDLE and TCP_KEEPINTVL

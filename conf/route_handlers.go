@@ -98,6 +98,7 @@ var routeTable = table[*draft]{
 	"redirect":               redirect,
 	"respond":                respond,
 	"redirect_https":         redirectHTTPS,
+	"acme":                   routeACME,
 }
 
 // match parses the rule; its errors and warnings carry positions inside the

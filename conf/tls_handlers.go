@@ -45,6 +45,7 @@ var tlsTable = table[*TLSStore]{
 	"ocsp_stapling":   func(b *builder, s *TLSStore, d *routes.Directive) { b.setSwitch(d, &s.OCSPStapling) },
 	"session_tickets": func(b *builder, s *TLSStore, d *routes.Directive) { b.setSwitch(d, &s.SessionTickets) },
 	"ticket_rotation": ticketRotation,
+	"acme":            acmeDirective,
 }
 
 // certDirective reads `cert CERTFILE KEYFILE [default]`.

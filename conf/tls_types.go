@@ -32,7 +32,10 @@ type TLSStore struct {
 	// (`ticket_rotation 12h`); tickets made with the previous two keys are
 	// still accepted. Default 12h; at least 1m.
 	TicketRotation time.Duration
-	Pos            Pos
+	// ACME orders and renews certificates from an ACME CA (`acme { ...
+	// }`); nil without an acme block.
+	ACME *ACME
+	Pos  Pos
 }
 
 // Certificate is one `cert CERTFILE KEYFILE [default]` line: a PEM chain

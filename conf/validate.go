@@ -12,6 +12,7 @@ func (b *builder) validate() {
 	b.unusedUpstreams()
 	b.checkTLSListeners()
 	b.checkTCPRoutes()
+	b.checkACMERoutes()
 	if len(b.cfg.Listeners) == 0 && len(b.errs) == 0 {
 		b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: Pos{File: b.firstFile()},
 			Msg: "no listen block: nothing will be served"})

@@ -5,15 +5,15 @@ package conf
 // after the listener or route that needs it.
 
 // checkTLSListeners refuses a TLS listener when no tls block gives it a
-// certificate to serve.
+// certificate to serve (files, self-signed names or an ACME CA).
 func (b *builder) checkTLSListeners() {
 	s := b.cfg.TLS
-	if s != nil && (len(s.Certificates) > 0 || len(s.SelfSigned) > 0) {
+	if s != nil && (len(s.Certificates) > 0 || len(s.SelfSigned) > 0 || s.ACME != nil) {
 		return
 	}
 	for _, l := range b.tlsListeners {
 		b.errorf(l.pos, "listener %q is a TLS listener but no tls block provides certificates "+
-			"(expected a top-level tls block with `cert CERTFILE KEYFILE` or `self_signed NAME`)", l.name)
+			"(expected a top-level tls block with `cert CERTFILE KEYFILE`, `self_signed NAME` or an `acme` block)", l.name)
 	}
 }
 

@@ -162,6 +162,7 @@ func parseProtocols(names []string) (protocolSet, error) {
 			p.h2 = true
 		case "tls":
 			p.tls = true
+		case "h3": // QUIC, over UDP: served beside this listener by listeners/h3
 		default:
 			return p, fmt.Errorf("protocol %q is not served by this listener", n)
 		}

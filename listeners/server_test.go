@@ -54,8 +54,8 @@ func TestProtocolsHTTP1Only(t *testing.T) {
 	if !closed || !strings.HasPrefix(out, "HTTP/1.1 ") {
 		t.Fatalf("closed=%v %q", closed, out)
 	}
-	if _, err := Listen(conf2("h3"), okHandler(), nil); err == nil {
-		t.Fatal("Listen accepted protocol h3")
+	if _, err := Listen(conf2("spdy"), okHandler(), nil); err == nil {
+		t.Fatal("Listen accepted protocol spdy")
 	}
 }
 

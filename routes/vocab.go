@@ -22,6 +22,8 @@ const (
 	TLSBlock       BlockKind = "tls block"
 	ListenTLSBlock BlockKind = "listen tls block"
 	H2Block        BlockKind = "h2 block"
+	QUICBlock      BlockKind = "quic block"
+	ACMEBlock      BlockKind = "acme block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -86,6 +88,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "proxy_protocol", Usage: "trusted CIDR...", Min: 2, Max: -1},
 		{Name: "redirect_https", Usage: "[PORT]", Min: 0, Max: 1},
 		{Name: "h2", Block: H2Block},
+		{Name: "quic", Block: QUICBlock},
 	},
 	TLSBlock: {
 		{Name: "cert", Usage: "CERTFILE KEYFILE [default]", Min: 2, Max: 3, Repeat: true, take: takeCert},
@@ -93,6 +96,19 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "ocsp_stapling", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "session_tickets", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "ticket_rotation", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "acme", Block: ACMEBlock},
+	},
+	ACMEBlock: {
+		{Name: "directory", Usage: "URL|letsencrypt|letsencrypt-staging", Min: 1, Max: 1},
+		{Name: "email", Usage: "ADDR", Min: 1, Max: 1},
+		{Name: "accept_terms", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "ca_root", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "storage", Usage: "DIR", Min: 1, Max: 1},
+		{Name: "names", Usage: "NAME...", Min: 1, Max: -1, Repeat: true},
+		{Name: "challenges", Usage: "http-01|tls-alpn-01...", Min: 1, Max: 2},
+		{Name: "key_type", Usage: "ecdsa|rsa", Min: 1, Max: 1},
+		{Name: "renew_before", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "eab", Usage: "KEYID HMAC", Min: 2, Max: 2},
 	},
 	ListenTLSBlock: {
 		{Name: "min_version", Usage: "1.2|1.3", Min: 1, Max: 1},
@@ -106,6 +122,17 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "max_concurrent_streams", Usage: "N", Min: 1, Max: 1},
 		{Name: "max_frame_size", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "stream_stall_timeout", Usage: "DURATION", Min: 1, Max: 1},
+	},
+	QUICBlock: {
+		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "max_incoming_streams", Usage: "N", Min: 1, Max: 1},
+		{Name: "stream_window", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "connection_window", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "allow_0rtt", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "udp_rcvbuf", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "udp_sndbuf", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "alt_svc_max_age", Usage: "DURATION|off", Min: 1, Max: 1},
+		{Name: "max_conns_per_source", Usage: "N|off", Min: 1, Max: 1},
 	},
 	AdminBlock: {
 		{Name: "listen", Usage: "ADDR", Min: 1, Max: 1},
@@ -188,6 +215,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "redirect", Usage: "CODE TARGET", Min: 2, Max: 2},
 		Spec{Name: "respond", Usage: "CODE [BODY]", Min: 1, Max: 2},
 		Spec{Name: "redirect_https", Usage: "[CODE] [PORT]", Min: 0, Max: 2},
+		Spec{Name: "acme", Usage: "on|off", Min: 1, Max: 1},
 	),
 	TCPRouteBlock: routeCommon(),
 }
@@ -291,7 +319,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

@@ -26,6 +26,10 @@ type CertInfo struct {
 	// Active is false when a newer source holds all of its names.
 	Active bool     `json:"active"`
 	OCSP   OCSPInfo `json:"ocsp"`
+	// Renewal is the ACME client's status for an acme certificate (keyed
+	// by its first name): next planned order, last failure; nil for other
+	// sources.
+	Renewal *RenewalStatus `json:"renewal,omitempty"`
 }
 
 // OCSPInfo is the stapling state of a certificate.

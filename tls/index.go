@@ -175,7 +175,12 @@ func indexByte(b []byte, c byte) int {
 // wins, ECDSA first; when the client supports none the first is returned
 // and the handshake fails on it. It returns ErrNoCertificate only when
 // the store is empty. It never blocks: OCSP fetching happens elsewhere.
+// A hello offering only acme-tls/1 gets the TLS-ALPN-01 challenge
+// certificate of its name (SetChallenge), or ErrNoChallenge.
 func (s *Store) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if isACMEHello(hello) {
+		return s.challengeCertificate(hello)
+	}
 	ix := s.idx.Load()
 	if ix == nil {
 		return nil, ErrNoCertificate

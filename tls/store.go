@@ -51,6 +51,8 @@ type Store struct {
 	states    map[[32]byte]*certState // by chain hash, those published
 	rotStop   context.CancelFunc      // the ticket rotation loop
 	rotEvery  time.Duration
+
+	acme acmeState // TLS-ALPN-01 challenges and renewal status (acme.go)
 }
 
 // settings are the store-wide options of the last Load.
@@ -367,6 +369,7 @@ func (s *Store) List() []CertInfo {
 	for _, e := range ix.entries {
 		out = append(out, e.info(e == def, ix.active[e]))
 	}
+	s.acme.annotate(out)
 	return out
 }
 

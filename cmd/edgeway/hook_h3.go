@@ -2,19 +2,201 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
+	"github.com/edgeway/edgeway/listeners/h3"
 )
 
-// HTTP/3 hooks (the QUIC listener's wiring).
+// HTTP/3 hooks (the QUIC listener's wiring): a TLS listener whose
+// protocols include h3 gets a QUIC listener on the same port number over
+// UDP, serving the same handler through the same net/http adapter as
+// HTTP/2; its TCP responses advertise it with Alt-Svc.
+
+// h3Servers holds each daemon's QUIC listeners, by listener name. The
+// daemon struct is wired elsewhere; this keeps the hooks self-contained.
+var h3Servers sync.Map // *daemon -> *h3Set
+
+type h3Set struct {
+	mu      sync.Mutex
+	servers map[string]*h3.Server
+}
+
+func (d *daemon) h3Set() *h3Set {
+	v, _ := h3Servers.LoadOrStore(d, &h3Set{servers: map[string]*h3.Server{}})
+	return v.(*h3Set)
+}
+
+func servesH3(lc conf.Listener) bool { return isTLS(lc) && slices.Contains(lc.Protocols, "h3") }
 
 // h3Wrap wraps the handler of TCP listener lc (Alt-Svc on responses when
 // the listener also serves HTTP/3).
-func (d *daemon) h3Wrap(lc conf.Listener, h httpmsg.Handler) httpmsg.Handler { return h }
+func (d *daemon) h3Wrap(lc conf.Listener, h httpmsg.Handler) httpmsg.Handler {
+	if !servesH3(lc) || lc.QUIC.AltSvcOff {
+		return h
+	}
+	set := d.h3Set()
+	set.mu.Lock()
+	s := set.servers[lc.Name]
+	set.mu.Unlock()
+	if s == nil {
+		return h
+	}
+	port := s.Addr().(*net.UDPAddr).Port
+	return &altSvc{next: h, value: altSvcValue(port, int64(lc.QUIC.AltSvcMaxAge.Seconds()))}
+}
+
+// altSvcValue is the Alt-Svc field value (RFC 7838): h3=":PORT"; ma=SECONDS.
+func altSvcValue(port int, maxAge int64) string {
+	return `h3=":` + strconv.Itoa(port) + `"; ma=` + strconv.FormatInt(maxAge, 10)
+}
+
+// altSvc adds Alt-Svc to final responses that do not carry one.
+type altSvc struct {
+	next  httpmsg.Handler
+	value string
+	pool  sync.Pool // *altSvcWriter
+}
+
+type altSvcWriter struct {
+	httpmsg.ResponseWriter
+	value string
+}
+
+func (a *altSvc) ServeProxy(w httpmsg.ResponseWriter, req *httpmsg.Request) {
+	aw, _ := a.pool.Get().(*altSvcWriter)
+	if aw == nil {
+		aw = &altSvcWriter{value: a.value}
+	}
+	aw.ResponseWriter = w
+	a.next.ServeProxy(aw, req)
+	aw.ResponseWriter = nil
+	a.pool.Put(aw)
+}
+
+func (w *altSvcWriter) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
+	if status >= 200 && !h.Has("Alt-Svc") {
+		h = append(h, httpmsg.Field{Name: "Alt-Svc", Value: w.value})
+	}
+	return w.ResponseWriter.WriteHead(status, h, bodyLen)
+}
 
 // startH3 starts the QUIC listener of lc when its protocols include h3.
-func (d *daemon) startH3(lc conf.Listener, h httpmsg.Handler) error { return nil }
+func (d *daemon) startH3(lc conf.Listener, h httpmsg.Handler) error {
+	if !servesH3(lc) {
+		return nil
+	}
+	if d.store == nil {
+		return errors.New("a TLS listener needs a tls block with certificates")
+	}
+	tc, err := d.store.ServerConfig(lc.TLS, []string{"h3"})
+	if err != nil {
+		return err
+	}
+	q := lc.QUIC
+	s, err := h3.Listen(h3.Options{
+		Addr:               lc.Addr,
+		Handler:            stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lc.H2.StreamStallTimeout}),
+		TLS:                tc,
+		IdleTimeout:        q.IdleTimeout,
+		MaxIncomingStreams: int64(q.MaxIncomingStreams),
+		StreamWindow:       uint64(q.StreamWindow),
+		ConnectionWindow:   uint64(q.ConnectionWindow),
+		Allow0RTT:          q.Allow0RTT,
+		RecvBuffer:         q.UDPRecvBuffer,
+		SendBuffer:         q.UDPSendBuffer,
+		MaxConnsPerSource:  q.MaxConnsPerSource,
+		MaxHeaderBytes:     lc.MaxHeaderBytes,
+		ReadHeaderTimeout:  lc.ReadHeaderTimeout,
+		Log:                d.log.With("listener", lc.Name),
+	})
+	if err != nil {
+		return fmt.Errorf("quic: %w", err)
+	}
+	for _, w := range s.Warnings {
+		d.log.Warn("quic socket buffer", "listener", lc.Name, "warning", w)
+	}
+	set := d.h3Set()
+	set.mu.Lock()
+	set.servers[lc.Name] = s
+	set.mu.Unlock()
+	d.metrics.Register(newQUICCollector(lc.Name, s))
+	d.log.Info("listening quic", "listener", lc.Name, "addr", s.Addr().String())
+	go func() {
+		if err := s.Serve(); err != nil {
+			d.log.Error("quic listener failed", "listener", lc.Name, "err", err)
+		}
+	}()
+	return nil
+}
 
-// shutdownH3 closes the QUIC listeners gracefully.
-func (d *daemon) shutdownH3(ctx context.Context) {}
+// shutdownH3 closes the QUIC listeners gracefully: GOAWAY on every
+// connection, in-flight requests finish within ctx, then the rest close.
+func (d *daemon) shutdownH3(ctx context.Context) {
+	v, ok := h3Servers.LoadAndDelete(d)
+	if !ok {
+		return
+	}
+	set := v.(*h3Set)
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	var wg sync.WaitGroup
+	for name, s := range set.servers {
+		wg.Go(func() {
+			if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				d.log.Error("quic shutdown", "listener", name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// quicCollector exports a QUIC listener's counts:
+// edgeway_quic_connections (open), edgeway_quic_connections_total{outcome}
+// and edgeway_quic_handshakes_total{result}, edgeway_quic_requests_total.
+type quicCollector struct {
+	s                            *h3.Server
+	open, conns, hs, reqs, early *prometheus.Desc
+}
+
+func newQUICCollector(name string, s *h3.Server) *quicCollector {
+	l := prometheus.Labels{"listener": name}
+	return &quicCollector{s: s,
+		open:  prometheus.NewDesc("edgeway_quic_connections", "Open QUIC (HTTP/3) connections.", nil, l),
+		conns: prometheus.NewDesc("edgeway_quic_connections_total", "QUIC connection attempts, by outcome: accepted, refused_source (max_conns_per_source), retry (asked to validate its address).", []string{"outcome"}, l),
+		hs:    prometheus.NewDesc("edgeway_quic_handshakes_total", "QUIC handshakes, by result (ok, failed: failed or timed out).", []string{"result"}, l),
+		reqs:  prometheus.NewDesc("edgeway_quic_requests_total", "HTTP/3 requests read.", nil, l),
+		early: prometheus.NewDesc("edgeway_quic_early_rejected_total", "Requests in 0-RTT data answered 425 Too Early (unsafe methods).", nil, l),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *quicCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.open
+	ch <- c.conns
+	ch <- c.hs
+	ch <- c.reqs
+	ch <- c.early
+}
+
+// Collect implements prometheus.Collector.
+func (c *quicCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(st.Active))
+	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.CounterValue, float64(st.Accepted), "accepted")
+	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.CounterValue, float64(st.RefusedSource), "refused_source")
+	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.CounterValue, float64(st.RetriesAsked), "retry")
+	ch <- prometheus.MustNewConstMetric(c.hs, prometheus.CounterValue, float64(st.HandshakesOK), "ok")
+	ch <- prometheus.MustNewConstMetric(c.hs, prometheus.CounterValue, float64(st.HandshakesFailed), "failed")
+	ch <- prometheus.MustNewConstMetric(c.reqs, prometheus.CounterValue, float64(st.Requests))
+	ch <- prometheus.MustNewConstMetric(c.early, prometheus.CounterValue, float64(st.EarlyRejected))
+}

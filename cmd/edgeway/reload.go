@@ -57,6 +57,7 @@ func (d *daemon) reload(trigger string) admin.ReloadResult {
 		res.OK = true
 		d.cfg = cfg
 		d.setLive(cfg)
+		d.reloadACME(cfg)
 		d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams), "trigger", trigger)
 	}
 	res.Duration = time.Since(start).Seconds()
@@ -81,6 +82,9 @@ func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
 	}
 	if !reflect.DeepEqual(adminSettings(d.cfg.Admin), adminSettings(cfg.Admin)) || d.cfg.Log != cfg.Log {
 		d.log.Warn("admin or log settings changed; they take effect on restart, routes are reloaded now")
+	}
+	if !sameACMESettings(d.cfg, cfg) {
+		d.log.Warn("acme block settings changed (directory, account, storage, challenges, keys); they take effect on restart, the names to order are reloaded now")
 	}
 	for _, w := range cfg.Warnings {
 		d.log.Warn("configuration warning", "at", w.String())

@@ -73,6 +73,7 @@ type daemon struct {
 	logs    *loggers
 	router  *router.Router
 	store   *edgetls.Store // certificates; nil without a tls block
+	acme    *acmeState     // the ACME client; nil without an acme block
 	servers []*listeners.Server
 	bound   []conf.Listener // listeners as bound at start; reload cannot change them
 	errc    chan error
@@ -118,6 +119,9 @@ func (d *daemon) watch(ctx context.Context) {
 // start as a whole. /readyz turns 200 once all of that is done.
 func (d *daemon) start() error {
 	if err := d.loadCertificates(d.cfg); err != nil {
+		return err
+	}
+	if err := d.newACME(d.cfg); err != nil {
 		return err
 	}
 	if err := d.router.Apply(d.cfg); err != nil {

@@ -1,0 +1,232 @@
+package acme
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/crypto/acme"
+)
+
+func (m *Manager) certKey(name string) string { return m.prefix + "/certs/" + name + ".crt" }
+func (m *Manager) keyKey(name string) string  { return m.prefix + "/certs/" + name + ".key" }
+
+// loadStored returns the stored certificate of name when it is usable:
+// its key matches, it covers name, has the configured key type and has
+// not expired. Else nil (and the loop orders one).
+func (m *Manager) loadStored(ctx context.Context, name string) *tls.Certificate {
+	certPEM, err := m.cfg.Storage.Get(ctx, m.certKey(name))
+	if err != nil {
+		return nil
+	}
+	keyPEM, err := m.cfg.Storage.Get(ctx, m.keyKey(name))
+	if err != nil {
+		return nil
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		m.cfg.Log.Warn("acme: stored certificate unusable; ordering a new one", "name", name, "err", err)
+		return nil
+	}
+	leaf := c.Leaf
+	if leaf == nil || leaf.VerifyHostname(name) != nil || !m.cfg.Now().Before(leaf.NotAfter) || keyTypeOf(c.PrivateKey) != m.cfg.KeyType {
+		return nil
+	}
+	return &c
+}
+
+func keyTypeOf(k crypto.PrivateKey) string {
+	switch k.(type) {
+	case *ecdsa.PrivateKey:
+		return "ecdsa"
+	case *rsa.PrivateKey:
+		return "rsa"
+	}
+	return ""
+}
+
+// obtain runs one order for name under the storage lock of the name, and
+// serves the result. Another holder of the lock (another instance) may
+// have renewed meanwhile: then its certificate is served instead.
+func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.OrderTimeout)
+	defer cancel()
+	started := m.cfg.Now()
+	unlock, err := m.cfg.Storage.Lock(ctx, m.prefix+"/"+name)
+	if err != nil {
+		return &Failure{Reason: ReasonStorage, Err: err}
+	}
+	defer unlock()
+	if c := m.loadStored(ctx, name); c != nil && !c.Leaf.Equal(curLeaf(l)) &&
+		m.cfg.Now().Before(renewTime(c.Leaf, m.cfg.RenewBefore, 0)) {
+		return m.serve(name, l, c, "loaded", 0)
+	}
+	if err := m.ensureAccount(ctx); err != nil {
+		return err
+	}
+	var last error
+	for _, typ := range m.cfg.Challenges {
+		m.cfg.Log.Info("acme: ordering a certificate", "name", name, "challenge", typ)
+		m.cfg.Observe(Event{Name: name, Kind: "order"})
+		c, err := m.order(ctx, name, typ)
+		if err == nil {
+			if err := m.save(ctx, name, c); err != nil {
+				return err
+			}
+			return m.serve(name, l, c, "issued", m.cfg.Now().Sub(started))
+		}
+		last = err
+		// Only a failed challenge is worth another order with the next
+		// type; the CA refusing the order or being down is not.
+		if f := classify(err); f.Reason != ReasonChallengeFailed || ctx.Err() != nil {
+			return err
+		}
+		m.cfg.Log.Warn("acme: challenge failed; trying the next type", "name", name, "challenge", typ, "err", err)
+	}
+	return last
+}
+
+func curLeaf(l *nameLoop) *x509.Certificate {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return nil
+	}
+	return l.cur.Leaf
+}
+
+// order creates an order for name, proves it with challenge type typ,
+// and finalizes it with a new key.
+func (m *Manager) order(ctx context.Context, name, typ string) (*tls.Certificate, error) {
+	o, err := m.client.AuthorizeOrder(ctx, acme.DomainIDs(name))
+	if err != nil {
+		return nil, fmt.Errorf("creating the order: %w", err)
+	}
+	for _, u := range o.AuthzURLs {
+		if err := m.authorize(ctx, u, name, typ); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := m.client.WaitOrder(ctx, o.URI); err != nil {
+		return nil, fmt.Errorf("waiting for the order: %w", err)
+	}
+	key, err := newKey(m.cfg.KeyType)
+	if err != nil {
+		return nil, err
+	}
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: name}, DNSNames: []string{name}}, key)
+	if err != nil {
+		return nil, fmt.Errorf("making the CSR: %w", err)
+	}
+	der, _, err := m.client.CreateOrderCert(ctx, o.FinalizeURL, csr, true)
+	if err != nil {
+		return nil, fmt.Errorf("finalizing the order: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(der[0])
+	if err != nil {
+		return nil, &Failure{Reason: ReasonOrderRejected, Err: fmt.Errorf("issued certificate: %w", err)}
+	}
+	if err := leaf.VerifyHostname(name); err != nil {
+		return nil, &Failure{Reason: ReasonOrderRejected, Err: fmt.Errorf("issued certificate: %w", err)}
+	}
+	return &tls.Certificate{Certificate: der, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// authorize proves control of name for one authorization with the
+// challenge of type typ, answered until the CA decides.
+func (m *Manager) authorize(ctx context.Context, u, name, typ string) error {
+	z, err := m.client.GetAuthorization(ctx, u)
+	if err != nil {
+		return fmt.Errorf("fetching the authorization: %w", err)
+	}
+	if z.Status == acme.StatusValid {
+		return nil
+	}
+	i := slices.IndexFunc(z.Challenges, func(c *acme.Challenge) bool { return c.Type == typ })
+	if i < 0 {
+		return &Failure{Reason: ReasonChallengeFailed, Err: fmt.Errorf("the CA does not offer %s for %s", typ, name)}
+	}
+	chal := z.Challenges[i]
+	cleanup, err := m.present(name, typ, chal.Token)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if _, err := m.client.Accept(ctx, chal); err != nil {
+		return fmt.Errorf("accepting the %s challenge: %w", typ, err)
+	}
+	if _, err := m.client.WaitAuthorization(ctx, z.URI); err != nil {
+		return fmt.Errorf("%s challenge: %w", typ, err)
+	}
+	return nil
+}
+
+// present makes the listeners answer the challenge until cleanup.
+func (m *Manager) present(name, typ, token string) (cleanup func(), err error) {
+	switch typ {
+	case HTTP01:
+		ka, err := m.client.HTTP01ChallengeResponse(token)
+		if err != nil {
+			return nil, err
+		}
+		m.tokMu.Lock()
+		m.tokens[token] = ka
+		m.tokMu.Unlock()
+		return func() {
+			m.tokMu.Lock()
+			delete(m.tokens, token)
+			m.tokMu.Unlock()
+		}, nil
+	case TLSALPN01:
+		c, err := m.client.TLSALPN01ChallengeCert(token, name)
+		if err != nil {
+			return nil, err
+		}
+		m.cfg.Store.SetChallenge(name, &c)
+		return func() { m.cfg.Store.SetChallenge(name, nil) }, nil
+	}
+	return nil, fmt.Errorf("acme: unknown challenge type %q", typ)
+}
+
+// save stores the key, then the certificate: an interruption between the
+// two leaves a certificate whose key does not match, which loadStored
+// ignores.
+func (m *Manager) save(ctx context.Context, name string, c *tls.Certificate) error {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return &Failure{Reason: ReasonStorage, Err: err}
+	}
+	var chain []byte
+	for _, der := range c.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	// The context may be ending (shutdown): finish writing what was paid
+	// for, each file on its own short deadline.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := m.cfg.Storage.Put(wctx, m.keyKey(name), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})); err != nil {
+		return &Failure{Reason: ReasonStorage, Err: err}
+	}
+	if err := m.cfg.Storage.Put(wctx, m.certKey(name), chain); err != nil {
+		return &Failure{Reason: ReasonStorage, Err: err}
+	}
+	return nil
+}
+
+func newKey(typ string) (crypto.Signer, error) {
+	if typ == "rsa" {
+		return rsa.GenerateKey(rand.Reader, 2048)
+	}
+	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+}

@@ -1,0 +1,152 @@
+package h3
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// capturePC is a PacketConn that keeps what a QUIC client writes and
+// never delivers anything: the client's first flight, to replay.
+type capturePC struct {
+	out    chan []byte
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *capturePC) ReadFrom([]byte) (int, net.Addr, error) {
+	<-c.closed
+	return 0, nil, net.ErrClosed
+}
+
+func (c *capturePC) WriteTo(b []byte, _ net.Addr) (int, error) {
+	select {
+	case c.out <- append([]byte(nil), b...):
+	default:
+	}
+	return len(b), nil
+}
+func (c *capturePC) Close() error                     { c.once.Do(func() { close(c.closed) }); return nil }
+func (c *capturePC) LocalAddr() net.Addr              { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9} }
+func (c *capturePC) SetDeadline(time.Time) error      { return nil }
+func (c *capturePC) SetReadDeadline(time.Time) error  { return nil }
+func (c *capturePC) SetWriteDeadline(time.Time) error { return nil }
+
+// initials makes n client Initial packets (each a new connection ID and
+// ClientHello) addressed to to.
+func initials(t *testing.T, n int, to net.Addr) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for range n {
+		pc := &capturePC{out: make(chan []byte, 4), closed: make(chan struct{})}
+		tr := &quic.Transport{Conn: pc}
+		ctx, cancel := context.WithCancel(context.Background())
+		go tr.Dial(ctx, to, &tls.Config{NextProtos: []string{"h3"}, ServerName: "localhost"}, nil)
+		select {
+		case p := <-pc.out:
+			out = append(out, p)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no Initial captured")
+		}
+		cancel()
+		pc.Close() // first: Transport.Close waits for its reader to return
+		tr.Close()
+	}
+	return out
+}
+
+const floodRate = 10000
+
+// TestInitialFloodFromSpoofedSources: a flood of valid Initial packets
+// from many loopback addresses (127.0.0.2 up, as spoofed sources would
+// look) that never complete a handshake must not stop a real client
+// from being served; the server answers the flood with Retry once the
+// handshakes in flight pass RetryAbove.
+func TestInitialFloodFromSpoofedSources(t *testing.T) {
+	s, tr := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "served")
+	}), func(o *Options) { o.RetryAbove = 16 })
+	pkts := initials(t, 200, s.Addr())
+	var socks []*net.UDPConn
+	for i := range 50 {
+		ip := net.IPv4(127, 0, byte(1+i/250), byte(2+i%250))
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+		if err != nil {
+			t.Skipf("cannot bind %s (loopback aliases unavailable): %v", ip, err)
+		}
+		defer c.Close()
+		socks = append(socks, c)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	wg.Go(func() {
+		// floodRate Initials a second (about 100 Mbit/s of 1200-byte
+		// datagrams), in bursts every 5ms: a flood that outruns what
+		// handshakes cost, bounded so that the test measures the server
+		// and not a saturated loopback queue.
+		to := s.Addr().(*net.UDPAddr)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for range floodRate / 200 {
+				// Another source each time, as a spoofer would send.
+				socks[i%len(socks)].WriteToUDP(pkts[i%len(pkts)], to)
+				i++
+				sent.Add(1)
+			}
+		}
+	})
+	// The flood is on before the real client starts.
+	// The real client starts once the flood has run for a second, and
+	// makes each request on a new connection: a handshake each.
+	testutil.Eventually(t, 10*time.Second, func() bool { return sent.Load() >= floodRate }, "the flood did not start")
+	start := time.Now()
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("https://%s/%d", s.Addr(), i), nil)
+		tr.Close()
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			cancel()
+			close(stop)
+			wg.Wait()
+			t.Fatalf("request %d during the flood: %v (stats %+v)", i, err, s.Stats())
+		}
+		b, _ := io.ReadAll(res.Body)
+		cancel()
+		if string(b) != "served" {
+			t.Fatalf("request %d: %q", i, b)
+		}
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	st := s.Stats()
+	t.Logf("20 connections and requests in %v during a flood of %d Initials from %d sources; stats %+v", elapsed, sent.Load(), len(socks), st)
+	if st.HandshakesOK < 20 {
+		t.Errorf("%d handshakes completed, want the real client's 20", st.HandshakesOK)
+	}
+	if st.RetriesAsked == 0 {
+		t.Error("the server never asked for Retry under the flood")
+	}
+	if elapsed > 10*time.Second {
+		t.Errorf("the real client took %v", elapsed)
+	}
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# HTTP/3 beside HTTP/2 on one proxy core.
+#
+# usage: scripts/bench-h3.sh
+#
+# edgeway runs pinned to CPU 0 (GOMAXPROCS=1) with one TLS listener that
+# serves h2 and h3 (a self-signed certificate made at start, the same for
+# both) in front of a trivial upstream (../shared/bench's `upstream`, a
+# net/http server answering a small body, on CPU 1). The load generator
+# runs on CPU 1: h2load -c16 -m16 for HTTP/2 over TLS, and
+# internal/benchtools/h3load (quic-go; Debian's h2load has no HTTP/3) with
+# H3_CONNS connections of H3_STREAMS requests in flight for HTTP/3, each
+# for DURATION seconds, ROUNDS rounds alternating; medians are reported.
+# Proxy CPU per request is edgeway's utime+stime (/proc/PID/stat) over the
+# run divided by the requests served. Every process started here is
+# stopped by its PID.
+#
+# Env: DURATION=10 ROUNDS=3 H3_CONNS=16 H3_STREAMS=16 PORT=9550 UP_PORT=9551
+#      BENCH_DIR=../shared/bench
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+BENCH_DIR=${BENCH_DIR:-$root/../shared/bench}
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
+H3_CONNS=${H3_CONNS:-16}
+H3_STREAMS=${H3_STREAMS:-16}
+PORT=${PORT:-9550}
+UP_PORT=${UP_PORT:-9551}
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+
+command -v h2load >/dev/null || { echo "h2load not found" >&2; exit 1; }
+log "building edgeway, h3load and the upstream"
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/" ./cmd/edgeway ./internal/benchtools/h3load)
+(cd "$BENCH_DIR" && CGO_ENABLED=0 go build -o "$tmp/" ./cmd/upstream)
+
+taskset -c 1 "$tmp/upstream" -addr "127.0.0.1:$UP_PORT" >"$tmp/upstream.log" 2>&1 &
+pids+=($!)
+mkdir -p "$tmp/conf"
+cat >"$tmp/conf/edgeway.conf" <<CONF
+log { access off; level warn }
+tls { self_signed localhost }
+listen bench {
+  addr 127.0.0.1:$PORT
+  protocols tls h2 h3
+  max_conns 0
+}
+upstream up { server 127.0.0.1:$UP_PORT }
+route all {
+  match PathPrefix(\`/\`)
+  to up
+}
+CONF
+GOMAXPROCS=1 taskset -c 0 "$tmp/edgeway" run -c "$tmp/conf/edgeway.conf" >"$tmp/edgeway.log" 2>&1 &
+epid=$!
+pids+=("$epid")
+for _ in $(seq 150); do
+	curl -ks --max-time 1 -o /dev/null "https://127.0.0.1:$PORT/" && break
+	sleep 0.1
+done
+curl -ksf --max-time 2 -o /dev/null "https://127.0.0.1:$PORT/" || { cat "$tmp/edgeway.log" >&2; exit 1; }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$epid/stat"; }
+hz=$(getconf CLK_TCK)
+
+# run_one PROTO: prints "reqs/s cpu_us_per_req"
+run_one() {
+	local before after reqs secs
+	before=$(cpu_ticks)
+	if [[ $1 == h2 ]]; then
+		out=$(taskset -c 1 h2load -c16 -m16 -D "$DURATION" "https://127.0.0.1:$PORT/" 2>&1)
+		reqs=$(awk '/^requests:/ {print $8}' <<<"$out")
+		secs=$DURATION
+	else
+		out=$(GOMAXPROCS=1 taskset -c 1 "$tmp/h3load" -url "https://127.0.0.1:$PORT/" -c "$H3_CONNS" -m "$H3_STREAMS" -d "${DURATION}s")
+		reqs=$(awk '{print $2}' <<<"$out")
+		secs=$(awk '{print $6}' <<<"$out")
+	fi
+	after=$(cpu_ticks)
+	awk -v r="$reqs" -v s="$secs" -v t=$((after - before)) -v hz="$hz" \
+		'BEGIN { printf "%.0f %.1f\n", r / s, (r > 0 ? t / hz * 1e6 / r : 0) }'
+}
+
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+declare -A rps cpu
+for proto in h2 h3; do rps[$proto]=""; cpu[$proto]=""; done
+for round in $(seq "$ROUNDS"); do
+	for proto in h2 h3; do
+		read -r r c < <(run_one "$proto")
+		log "round $round $proto: $r req/s, $c µs CPU/req"
+		rps[$proto]+="$r"$'\n'
+		cpu[$proto]+="$c"$'\n'
+	done
+done
+echo
+echo "| edgeway, 1 core (GOMAXPROCS=1, CPU 0) | req/s | proxy CPU µs/req |"
+echo "|---|---:|---:|"
+echo "| HTTP/2 over TLS (h2load -c16 -m16) | $(median <<<"${rps[h2]}") | $(median <<<"${cpu[h2]}") |"
+echo "| HTTP/3 over QUIC (h3load -c$H3_CONNS -m$H3_STREAMS) | $(median <<<"${rps[h3]}") | $(median <<<"${cpu[h3]}") |"
