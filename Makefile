@@ -4,7 +4,7 @@ BIN       ?= bin/edgeway
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 BENCH_DIR ?= ../shared/bench
 # Packages with concurrency, tested again under the race detector.
-RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/... ./admin/... ./conf/... ./internal/...
+RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/... ./admin/... ./conf/... ./internal/... ./tls/... ./acme/...
 FUZZTIME  ?= 30s
 
 H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
