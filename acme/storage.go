@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/atomicfile"
 )
 
 // ErrNotExist is returned by Storage.Get for a key that has no value.
@@ -94,50 +96,10 @@ func (d *Dir) Put(_ context.Context, key string, value []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(p, value); err != nil {
+	if err := atomicfile.Write(p, value); err != nil {
 		return fmt.Errorf("acme: storage: put %s: %w", key, err)
 	}
 	return nil
-}
-
-func writeAtomic(p string, value []byte) error {
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(value); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), p); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // List implements Storage. Temporary files and locks are not listed.

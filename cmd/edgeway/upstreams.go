@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/admin"
+	"github.com/edgeway/edgeway/internal/atomicfile"
 	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/upstream"
 )
@@ -156,30 +157,7 @@ func (d *daemon) saveOverrides() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, overridesFile), b)
-}
-
-func writeAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(filepath.Join(dir, overridesFile), b)
 }
 
 // replayOverrides applies the journal at start; overrides of pools or
