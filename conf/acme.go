@@ -147,17 +147,7 @@ func acmeDirectory(b *builder, a *ACME, d *routes.Directive) {
 }
 
 func acmeNames(b *builder, a *ACME, d *routes.Directive) {
-	for _, arg := range d.Args {
-		name := strings.ToLower(arg.Value)
-		switch {
-		case !validACMEName(name):
-			b.errorf(arg.Pos, "names: invalid name %q (expected a host name such as example.com; no wildcards or IP addresses)", arg.Value)
-		case containsString(a.Names, name):
-			b.errorf(arg.Pos, "names: %q is listed twice", arg.Value)
-		default:
-			a.Names = append(a.Names, strings.Clone(name))
-		}
-	}
+	b.certNames(d, "names", validACMEName, "a host name such as example.com; no wildcards or IP addresses", &a.Names)
 }
 
 // validACMEName accepts a host name HTTP-01 and TLS-ALPN-01 can prove.

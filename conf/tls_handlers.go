@@ -93,15 +93,23 @@ func (b *builder) confPath(p string) string {
 // selfSigned reads `self_signed NAME...`: host names, *.wildcards or IP
 // addresses, kept in lower case.
 func selfSigned(b *builder, s *TLSStore, d *routes.Directive) {
+	b.certNames(d, "self_signed", validCertName,
+		"a host name such as example.com, a wildcard such as *.example.com, or an IP address", &s.SelfSigned)
+}
+
+// certNames appends the names of d to dst in lower case; a name that valid
+// refuses (expected says what it accepts) or that is listed twice is an
+// error at its position.
+func (b *builder) certNames(d *routes.Directive, directive string, valid func(string) bool, expected string, dst *[]string) {
 	for _, a := range d.Args {
 		name := strings.ToLower(a.Value)
 		switch {
-		case !validCertName(name):
-			b.errorf(a.Pos, "self_signed: invalid name %q (expected a host name such as example.com, a wildcard such as *.example.com, or an IP address)", a.Value)
-		case containsString(s.SelfSigned, name):
-			b.errorf(a.Pos, "self_signed: %q is listed twice", a.Value)
+		case !valid(name):
+			b.errorf(a.Pos, "%s: invalid name %q (expected %s)", directive, a.Value, expected)
+		case containsString(*dst, name):
+			b.errorf(a.Pos, "%s: %q is listed twice", directive, a.Value)
 		default:
-			s.SelfSigned = append(s.SelfSigned, strings.Clone(name))
+			*dst = append(*dst, strings.Clone(name))
 		}
 	}
 }
