@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,9 +51,11 @@ func newACMESite(t *testing.T, host string, o acmeSiteOptions) *acmeSite {
 	}
 	s.pebble = acmetest.Start(t, o.pebble)
 	up := backend(t, "acme-site")
+	tokenFile := filepath.Join(s.dir, "admin.token")
 	main := fmt.Sprintf(`
 shutdown_grace 2s
 log { access on; format text; output stderr; level debug }
+admin { listen 127.0.0.1:0; token_file %q }
 listen web {
   addr 127.0.0.1:%d
   protocols http1
@@ -72,9 +75,12 @@ tls {
   }
 }
 include "routes/*.routes"
-`, s.httpPort, s.tlsPort, s.pebble.URL, s.pebble.RootFile, s.storage, o.challenges)
+`, tokenFile, s.httpPort, s.tlsPort, s.pebble.URL, s.pebble.RootFile, s.storage, o.challenges)
 	routes := fmt.Sprintf("upstream site { server %s }\nroute a {\n  match Host(`%s`)\n  acme on\n  to site\n}\n", hostPort(up), host)
 	testutil.WriteFiles(t, s.dir, map[string]string{"edgeway.conf": main, "routes/a.routes": routes})
+	if err := os.WriteFile(tokenFile, []byte(e2eToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s.conf = filepath.Join(s.dir, "edgeway.conf")
 	return s
 }
@@ -253,6 +259,40 @@ func TestACMERenewalAndCADown(t *testing.T) {
 	code, _, l, err := s.served(c)
 	if err != nil || code != 200 || !l.Equal(second) {
 		t.Fatalf("with the CA down: %d %v, same certificate %v", code, err, l != nil && l.Equal(second))
+	}
+
+	// The failure shows in the metrics and in the certificate list.
+	m := adminAddrRE.FindStringSubmatch(p.Log())
+	if m == nil {
+		t.Fatalf("no admin address in the log:\n%s", p.Log())
+	}
+	e := &adminEdgeway{p: p, admin: "http://" + m[1]}
+	if v := e.metric(t, `edgeway_acme_failures_total{name="renew.acme.test",reason="ca_unreachable"}`); v == "" || v == "0" {
+		t.Errorf("edgeway_acme_failures_total for ca_unreachable: %q, want at least 1", v)
+	}
+	if v := e.metric(t, `edgeway_acme_orders_total{name="renew.acme.test"}`); v == "" || v == "0" || v == "1" {
+		t.Errorf("edgeway_acme_orders_total: %q, want the first order and renewals", v)
+	}
+	var certs []struct {
+		Names   []string `json:"names"`
+		Source  string   `json:"source"`
+		Active  bool     `json:"active"`
+		Renewal *struct {
+			Reason   string `json:"reason"`
+			Failures int    `json:"failures"`
+		} `json:"renewal"`
+	}
+	if code := e.get(t, "/api/certificates", &certs); code != 200 {
+		t.Fatalf("GET /api/certificates: %d", code)
+	}
+	var shown bool
+	for _, c := range certs {
+		if c.Source == "acme" && c.Active && slices.Contains(c.Names, "renew.acme.test") {
+			shown = c.Renewal != nil && c.Renewal.Reason == "ca_unreachable" && c.Renewal.Failures >= 1
+		}
+	}
+	if !shown {
+		t.Errorf("GET /api/certificates does not show the failed renewal: %+v", certs)
 	}
 }
 
