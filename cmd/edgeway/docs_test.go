@@ -64,12 +64,11 @@ func TestReadmeSnippetsLoad(t *testing.T) {
 	}
 }
 
-// TestMakeRunExample serves the shipped example the way `make run` does
-// (its ports moved to free ones) and checks that the demo backend answers
-// through the proxy, in cleartext, over TLS (HTTP/1.1 and HTTP/2) and by
-// SNI passthrough, as README promises.
-func TestMakeRunExample(t *testing.T) {
-	testutil.RequireCurl(t)
+// startExample starts the shipped example as `make run` does, with its
+// ports moved to free ones, and returns it with its web (8080) and
+// websecure (8443) ports.
+func startExample(t *testing.T) (p *testutil.Proc, web, sec string) {
+	t.Helper()
 	src := filepath.Join(testutil.ModuleRoot(t), "examples")
 	web, demo := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
 	sec, demoTLS := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
@@ -90,8 +89,18 @@ func TestMakeRunExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
+	p = testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
 	p.Addrs(t, 4)
+	return p, web, sec
+}
+
+// TestMakeRunExample serves the shipped example the way `make run` does
+// (its ports moved to free ones) and checks that the demo backend answers
+// through the proxy, in cleartext, over TLS (HTTP/1.1 and HTTP/2) and by
+// SNI passthrough, as README promises.
+func TestMakeRunExample(t *testing.T) {
+	testutil.RequireCurl(t)
+	_, web, sec := startExample(t)
 	base := "http://localhost:" + web
 	tls := "https://localhost:" + sec
 	cases := []struct{ desc, args, want string }{

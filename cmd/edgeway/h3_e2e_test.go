@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go/http3"
+
 	"github.com/edgeway/edgeway/internal/testutil"
-	"github.com/edgeway/edgeway/listeners/h3"
 )
 
 // h3Answer is what a client sees of a response, for comparing protocols.
@@ -28,7 +28,7 @@ type h3Answer struct {
 
 // do sends one request with c (or, when tr is set, over HTTP/3) and
 // returns what the client saw.
-func h3Do(t *testing.T, c *http.Client, tr *h3.Transport, method, url, host, body string, fields ...string) h3Answer {
+func h3Do(t *testing.T, c *http.Client, tr *http3.Transport, method, url, host, body string, fields ...string) h3Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -97,34 +97,13 @@ func quicAddr(t *testing.T, p *testutil.Proc, name string) string {
 // HTTP/3 (quic-go) as over HTTP/2, and its TCP responses advertise
 // HTTP/3 with Alt-Svc.
 func TestH3ReadmeExample(t *testing.T) {
-	src := filepath.Join(testutil.ModuleRoot(t), "examples")
-	web, demo := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
-	sec, demoTLS := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
-	dir := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		s := strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo, ":8443", ":"+sec, ":8444", ":"+demoTLS).Replace(string(b))
-		rel, _ := filepath.Rel(src, p)
-		testutil.WriteFiles(t, dir, map[string]string{rel: s})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
-	p.Addrs(t, 4)
+	p, _, sec := startExample(t)
 	if got := quicAddr(t, p, "websecure"); got != "127.0.0.1:"+sec {
 		t.Fatalf("QUIC listener on %s, want the TLS port 127.0.0.1:%s over UDP", got, sec)
 	}
 	insecure := &tls.Config{InsecureSkipVerify: true} // the example's certificate is self-signed, made at start
 	h2c := tlsClient(true, insecure)
-	tr := &h3.Transport{TLS: insecure}
+	tr := &http3.Transport{TLSClientConfig: insecure}
 	defer tr.Close()
 	base := "https://localhost:" + sec
 	for _, tc := range []struct {
@@ -218,7 +197,7 @@ func TestH3SameAnswersAsH1AndH2(t *testing.T) {
 	_, tcpAddr, udpAddr, _ := h3Site(t, up, "")
 	tc := &tls.Config{InsecureSkipVerify: true, ServerName: "site.test"}
 	h1, h2 := tlsClient(false, tc), tlsClient(true, tc)
-	tr := &h3.Transport{TLS: tc}
+	tr := &http3.Transport{TLSClientConfig: tc}
 	defer tr.Close()
 	if tcpAddr != udpAddr {
 		t.Fatalf("TCP %s and UDP %s differ", tcpAddr, udpAddr)
@@ -265,7 +244,7 @@ func TestH3GracefulShutdownAndReload(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	p, _, udpAddr, dir := h3Site(t, up, "")
-	tr := &h3.Transport{TLS: &tls.Config{InsecureSkipVerify: true, ServerName: "site.test"}}
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "site.test"}}
 	defer tr.Close()
 	base := "https://" + udpAddr
 
@@ -320,4 +299,55 @@ func TestH3GracefulShutdownAndReload(t *testing.T) {
 	if code := p.Wait(t, 15*time.Second); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
+}
+
+// TestH3Metrics: HTTP/3 connections, handshakes and requests show in
+// /metrics (edgeway_quic_*), and HTTP/3 requests count with the others
+// in edgeway_requests_total.
+func TestH3Metrics(t *testing.T) {
+	ca := testutil.NewCA(t, "h3 metrics CA")
+	cert, key := ca.IssueFiles(t, t.TempDir(), testutil.IssueOptions{}, "site.test")
+	port := testutil.FreePort(t)
+	e := startAdmin(t, fmt.Sprintf(`
+tls { cert %s %s default }
+listen websecure {
+  addr 127.0.0.1:%d
+  protocols tls h2 h3
+}
+`, cert, key, port), map[string]string{"r.routes": "route hello {\n  match PathPrefix(`/`)\n  respond 200 \"hello\\n\"\n}\n"})
+	udp := quicAddr(t, e.p, "websecure")
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: "site.test"}}
+	defer tr.Close()
+	for range 3 {
+		if a := h3Do(t, nil, tr, "GET", "https://"+udp+"/", "site.test", ""); a.status != 200 || a.body != "hello\n" {
+			t.Fatalf("HTTP/3: %+v", a)
+		}
+	}
+	for _, m := range []struct{ sample, want string }{
+		{`edgeway_quic_connections{listener="websecure"}`, "1"},
+		{`edgeway_quic_connections_total{listener="websecure",outcome="accepted"}`, "1"},
+		{`edgeway_quic_connections_total{listener="websecure",outcome="retry"}`, "0"},
+		{`edgeway_quic_handshakes_total{listener="websecure",result="ok"}`, "1"},
+		{`edgeway_quic_requests_total{listener="websecure"}`, "3"},
+		{`edgeway_quic_early_rejected_total{listener="websecure"}`, "0"},
+	} {
+		if got := e.metric(t, m.sample); got != m.want {
+			t.Errorf("%s = %q, want %s", m.sample, got, m.want)
+		}
+	}
+	_, body := e.do(t, http.MethodGet, "/metrics", true)
+	if !regexp.MustCompile(`(?m)^edgeway_requests_total\{[^}]*listener="websecure"[^}]*\} 3$`).MatchString(body) {
+		t.Errorf("no edgeway_requests_total of 3 for listener websecure in:\n%s", grepLines(body, "edgeway_requests_total"))
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -22,20 +22,6 @@ import (
 // UDP, serving the same handler through the same net/http adapter as
 // HTTP/2; its TCP responses advertise it with Alt-Svc.
 
-// h3Servers holds each daemon's QUIC listeners, by listener name. The
-// daemon struct is wired elsewhere; this keeps the hooks self-contained.
-var h3Servers sync.Map // *daemon -> *h3Set
-
-type h3Set struct {
-	mu      sync.Mutex
-	servers map[string]*h3.Server
-}
-
-func (d *daemon) h3Set() *h3Set {
-	v, _ := h3Servers.LoadOrStore(d, &h3Set{servers: map[string]*h3.Server{}})
-	return v.(*h3Set)
-}
-
 func servesH3(lc conf.Listener) bool { return isTLS(lc) && slices.Contains(lc.Protocols, "h3") }
 
 // h3Wrap wraps the handler of TCP listener lc (Alt-Svc on responses when
@@ -44,10 +30,7 @@ func (d *daemon) h3Wrap(lc conf.Listener, h httpmsg.Handler) httpmsg.Handler {
 	if !servesH3(lc) || lc.QUIC.AltSvcOff {
 		return h
 	}
-	set := d.h3Set()
-	set.mu.Lock()
-	s := set.servers[lc.Name]
-	set.mu.Unlock()
+	s := d.h3[lc.Name]
 	if s == nil {
 		return h
 	}
@@ -90,8 +73,9 @@ func (w *altSvcWriter) WriteHead(status int, h httpmsg.Header, bodyLen int64) er
 	return w.ResponseWriter.WriteHead(status, h, bodyLen)
 }
 
-// startH3 starts the QUIC listener of lc when its protocols include h3.
-func (d *daemon) startH3(lc conf.Listener, h httpmsg.Handler) error {
+// bindH3 binds the QUIC listener of lc when its protocols include h3;
+// serveH3 serves it once every listener is bound.
+func (d *daemon) bindH3(lc conf.Listener, h httpmsg.Handler) error {
 	if !servesH3(lc) {
 		return nil
 	}
@@ -116,7 +100,6 @@ func (d *daemon) startH3(lc conf.Listener, h httpmsg.Handler) error {
 		SendBuffer:         q.UDPSendBuffer,
 		MaxConnsPerSource:  q.MaxConnsPerSource,
 		MaxHeaderBytes:     lc.MaxHeaderBytes,
-		ReadHeaderTimeout:  lc.ReadHeaderTimeout,
 		Log:                d.log.With("listener", lc.Name),
 	})
 	if err != nil {
@@ -125,32 +108,32 @@ func (d *daemon) startH3(lc conf.Listener, h httpmsg.Handler) error {
 	for _, w := range s.Warnings {
 		d.log.Warn("quic socket buffer", "listener", lc.Name, "warning", w)
 	}
-	set := d.h3Set()
-	set.mu.Lock()
-	set.servers[lc.Name] = s
-	set.mu.Unlock()
-	d.metrics.Register(newQUICCollector(lc.Name, s))
-	d.log.Info("listening quic", "listener", lc.Name, "addr", s.Addr().String())
-	go func() {
-		if err := s.Serve(); err != nil {
-			d.log.Error("quic listener failed", "listener", lc.Name, "err", err)
-		}
-	}()
+	if d.h3 == nil {
+		d.h3 = make(map[string]*h3.Server)
+	}
+	d.h3[lc.Name] = s
 	return nil
+}
+
+// serveH3 serves the bound QUIC listeners; a failure ends the daemon
+// like a TCP listener's.
+func (d *daemon) serveH3() {
+	for name, s := range d.h3 {
+		d.metrics.Register(newQUICCollector(name, s))
+		d.log.Info("listening quic", "listener", name, "addr", s.Addr().String())
+		go func() {
+			if err := s.Serve(); err != nil {
+				d.errc <- fmt.Errorf("listener %s (quic): %w", name, err)
+			}
+		}()
+	}
 }
 
 // shutdownH3 closes the QUIC listeners gracefully: GOAWAY on every
 // connection, in-flight requests finish within ctx, then the rest close.
 func (d *daemon) shutdownH3(ctx context.Context) {
-	v, ok := h3Servers.LoadAndDelete(d)
-	if !ok {
-		return
-	}
-	set := v.(*h3Set)
-	set.mu.Lock()
-	defer set.mu.Unlock()
 	var wg sync.WaitGroup
-	for name, s := range set.servers {
+	for name, s := range d.h3 {
 		wg.Go(func() {
 			if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				d.log.Error("quic shutdown", "listener", name, "err", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/listeners/engine"
+	"github.com/edgeway/edgeway/listeners/h3"
 	"github.com/edgeway/edgeway/router"
 	edgetls "github.com/edgeway/edgeway/tls"
 )
@@ -75,7 +76,8 @@ type daemon struct {
 	store   *edgetls.Store // certificates; nil without a tls block
 	acme    *acmeState     // the ACME client; nil without an acme block
 	servers []*listeners.Server
-	bound   []conf.Listener // listeners as bound at start; reload cannot change them
+	h3      map[string]*h3.Server // QUIC listeners by listener name, bound at start
+	bound   []conf.Listener       // listeners as bound at start; reload cannot change them
 	errc    chan error
 	changed chan struct{} // the configuration files changed; nil when not watching
 
@@ -141,7 +143,7 @@ func (d *daemon) start() error {
 		d.servers = append(d.servers, s)
 	}
 	d.bound = d.cfg.Listeners
-	d.errc = make(chan error, len(d.servers))
+	d.errc = make(chan error, len(d.servers)+len(d.h3))
 	for i, s := range d.servers {
 		d.log.Info("listening", "listener", d.cfg.Listeners[i].Name, "addr", s.Addr().String())
 		d.metrics.Register(connectionsGauge(d.cfg.Listeners[i].Name, s))
@@ -150,6 +152,7 @@ func (d *daemon) start() error {
 		}
 		go func() { d.errc <- s.Serve() }()
 	}
+	d.serveH3()
 	if err := d.startACME(); err != nil {
 		d.closeAll()
 		return err
@@ -166,6 +169,7 @@ func (d *daemon) closeAll() {
 	for _, s := range d.servers {
 		s.Shutdown(ctx)
 	}
+	d.shutdownH3(ctx)
 }
 
 // wait handles signals, file changes and API reloads until the daemon

@@ -49,7 +49,7 @@ func (d *daemon) listen(lc conf.Listener) (*listeners.Server, error) {
 		h = router.RedirectHTTPS(lc.RedirectHTTPS)
 	}
 	h = d.acmeWrap(lc, h)
-	if err := d.startH3(lc, h); err != nil {
+	if err := d.bindH3(lc, h); err != nil {
 		return nil, err
 	}
 	h = d.h3Wrap(lc, h)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 
 	"github.com/edgeway/edgeway/internal/testutil"
 )
@@ -74,9 +75,10 @@ const floodRate = 10000
 // from being served; the server answers the flood with Retry once the
 // handshakes in flight pass RetryAbove.
 func TestInitialFloodFromSpoofedSources(t *testing.T) {
-	s, tr := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "served")
 	}), func(o *Options) { o.RetryAbove = 16 })
+	s, tr := e.s, e.tr
 	pkts := initials(t, 200, s.Addr())
 	var socks []*net.UDPConn
 	for i := range 50 {
@@ -121,7 +123,7 @@ func TestInitialFloodFromSpoofedSources(t *testing.T) {
 	for i := range 20 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("https://%s/%d", s.Addr(), i), nil)
-		tr.Close()
+		tr.CloseIdleConnections()
 		res, err := tr.RoundTrip(req)
 		if err != nil {
 			cancel()
@@ -130,6 +132,7 @@ func TestInitialFloodFromSpoofedSources(t *testing.T) {
 			t.Fatalf("request %d during the flood: %v (stats %+v)", i, err, s.Stats())
 		}
 		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
 		cancel()
 		if string(b) != "served" {
 			t.Fatalf("request %d: %q", i, b)
@@ -148,5 +151,56 @@ func TestInitialFloodFromSpoofedSources(t *testing.T) {
 	}
 	if elapsed > 10*time.Second {
 		t.Errorf("the real client took %v", elapsed)
+	}
+}
+
+// viaRelay is an HTTP/3 client whose connections go through r.
+func viaRelay(e *testEnv, r *relay) *http3.Transport {
+	return &http3.Transport{
+		TLSClientConfig: e.clientTLS(),
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, r.Addr().String(), tc, qc)
+		},
+	}
+}
+
+// TestRetryUnderLoad: a client is asked to prove its address with Retry
+// only while more than RetryAbove handshakes are in flight, and is
+// served either way.
+func TestRetryUnderLoad(t *testing.T) {
+	t.Parallel()
+	e := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "served")
+	}), func(o *Options) { o.RetryAbove = 4 })
+	get := func(r *relay) {
+		t.Helper()
+		tr := viaRelay(e, r)
+		defer tr.Close()
+		if res, body := do(t, tr, mustRequest("GET", e.url("/"))); res.StatusCode != 200 || body != "served" {
+			t.Fatalf("%d %q", res.StatusCode, body)
+		}
+	}
+	idle := newRelay(t, e.s.Addr(), nil)
+	get(idle)
+	if idle.serverSent(typeRetry) || e.s.Stats().RetriesAsked != 0 {
+		t.Fatalf("Retry asked with no load (stats %+v)", e.s.Stats())
+	}
+
+	// Load: handshakes that never complete, from a socket that ignores
+	// the answers; they stay in flight for the handshake timeout (5s).
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	for _, p := range initials(t, 8, e.s.Addr()) {
+		sock.WriteTo(p, e.s.Addr())
+	}
+	testutil.Eventually(t, 3*time.Second, func() bool { return e.s.handshaking.Load() >= 4 },
+		"the stalled handshakes did not reach the server")
+	loaded := newRelay(t, e.s.Addr(), nil)
+	get(loaded)
+	if !loaded.serverSent(typeRetry) {
+		t.Errorf("no Retry under load (stats %+v)", e.s.Stats())
 	}
 }

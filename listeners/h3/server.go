@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // Defaults of the zero values of Options.
@@ -21,7 +21,6 @@ const (
 	DefaultMaxIncomingStreams = 100
 	DefaultRetryAbove         = 64
 	DefaultMaxHeaderBytes     = 32 << 10
-	DefaultReadHeaderTimeout  = 10 * time.Second
 	handshakeTimeout          = 5 * time.Second
 )
 
@@ -31,12 +30,15 @@ type Options struct {
 	Addr string
 	// Handler serves every request. Required.
 	Handler http.Handler
-	// TLS holds the certificates (GetCertificate or Certificates);
-	// Listen clones it and sets NextProtos to ["h3"] and MinVersion to
-	// TLS 1.3, as QUIC requires. Required.
+	// TLS holds the certificates (GetCertificate, GetConfigForClient or
+	// Certificates). Listen uses a copy with NextProtos ["h3"]
+	// (http3.ConfigureTLSConfig, which also applies it to the configs
+	// GetConfigForClient returns); QUIC always runs TLS 1.3. Required.
 	TLS *tls.Config
-	// IdleTimeout closes a connection with nothing in flight after this
-	// long. Zero: DefaultIdleTimeout (30s).
+	// IdleTimeout closes a connection with no request in flight after
+	// this long, whether the client stays silent (QUIC's idle timeout) or
+	// only keeps it alive with PINGs (http3.Server.IdleTimeout). Zero:
+	// DefaultIdleTimeout (30s).
 	IdleTimeout time.Duration
 	// MaxIncomingStreams caps the concurrent requests of one connection.
 	// Zero: DefaultMaxIncomingStreams (100).
@@ -46,9 +48,10 @@ type Options struct {
 	// bodies together. Zero: quic-go's defaults (6 MiB and 15 MiB).
 	StreamWindow, ConnectionWindow uint64
 	// Allow0RTT accepts 0-RTT (early) data from resuming clients; requests
-	// that arrive in it are served only when their method is safe (GET,
-	// HEAD, OPTIONS), carry Early-Data: 1 to the handler (RFC 8470), and
-	// any other method gets 425 Too Early. Default false: no 0-RTT.
+	// that arrive before the handshake completes are served only when
+	// their method is safe (GET, HEAD, OPTIONS) and carry Early-Data: 1 to
+	// the handler (RFC 8470 §5.1); any other method gets 425 Too Early.
+	// Default false: no 0-RTT.
 	Allow0RTT bool
 	// RecvBuffer and SendBuffer are the UDP socket buffer sizes asked of
 	// the kernel. Zero: what quic-go asks for (7 MiB). Listen reports in
@@ -62,14 +65,17 @@ type Options struct {
 	// client must prove its address with a Retry round trip first. Zero:
 	// DefaultRetryAbove (64); negative: always.
 	RetryAbove int
-	// MaxHeaderBytes caps a request's header section, as
-	// SETTINGS_MAX_FIELD_SECTION_SIZE counts it; larger requests get 431.
-	// Zero: DefaultMaxHeaderBytes (32 KiB).
+	// MaxHeaderBytes caps a request's header section
+	// (http3.Server.MaxHeaderBytes, announced as
+	// SETTINGS_MAX_FIELD_SECTION_SIZE); larger requests get 431. Zero:
+	// DefaultMaxHeaderBytes (32 KiB).
+	//
+	// There is no read-header timeout: quic-go's http3 reads the header
+	// section with no deadline and offers no hook to set one. A request
+	// stream that never completes its headers holds a goroutine until the
+	// connection closes; MaxIncomingStreams and MaxConnsPerSource bound
+	// how many one client can hold.
 	MaxHeaderBytes int
-	// ReadHeaderTimeout bounds the time between a request stream's
-	// opening and the end of its header section. Zero:
-	// DefaultReadHeaderTimeout (10s).
-	ReadHeaderTimeout time.Duration
 	// Log receives connection errors. Nil: slog.Default().
 	Log *slog.Logger
 }
@@ -82,16 +88,19 @@ type Stats struct {
 	HandshakesFailed int64 // failed or timed out
 	RefusedSource    int64 // refused by MaxConnsPerSource
 	RetriesAsked     int64 // Initial packets answered with Retry
-	Requests         int64
+	Requests         int64 // requests that reached the handler
 	EarlyRejected    int64 // unsafe requests in 0-RTT answered 425
 }
 
-// Server serves HTTP/3 on one UDP socket.
+// Server serves HTTP/3 on one UDP socket: its own QUIC accept side
+// (Retry under load, per-source limits, counts) feeding quic-go's
+// http3.Server.
 type Server struct {
 	o   Options
 	pc  *net.UDPConn
 	tr  *quic.Transport
 	ln  *quic.EarlyListener
+	h3  *http3.Server
 	log *slog.Logger
 
 	// Warnings lists what Listen could not set up as asked (socket
@@ -103,16 +112,11 @@ type Server struct {
 	stats       struct {
 		accepted, active, hsOK, hsFailed, refused, retries, requests, early atomic.Int64
 	}
-
-	mu       sync.Mutex
-	conns    map[*serverConn]struct{}
-	closing  bool
-	connsWG  sync.WaitGroup
-	serveErr chan error
+	closing atomic.Bool // Shutdown or Close has begun
 }
 
-// Listen binds the UDP socket and starts accepting QUIC connections;
-// Serve runs the accept loop.
+// Listen binds the UDP socket and starts accepting QUIC handshakes;
+// Serve hands the connections to HTTP/3.
 func Listen(o Options) (*Server, error) {
 	if o.Handler == nil || o.TLS == nil {
 		return nil, errors.New("h3: a handler and a TLS config are required")
@@ -126,16 +130,22 @@ func Listen(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("h3: %w", err)
 	}
-	s := &Server{o: o, pc: pc, log: o.Log, conns: map[*serverConn]struct{}{}}
+	s := &Server{o: o, pc: pc, log: o.Log}
 	s.sources.init(o.MaxConnsPerSource)
 	s.tr = &quic.Transport{Conn: pc, VerifySourceAddress: s.verifySource, ConnContext: s.connContext}
-	tc := o.TLS.Clone()
-	tc.NextProtos = []string{"h3"}
-	tc.MinVersion = tls.VersionTLS13
-	s.ln, err = s.tr.ListenEarly(tc, s.quicConfig())
+	s.ln, err = s.tr.ListenEarly(http3.ConfigureTLSConfig(o.TLS), s.quicConfig())
 	if err != nil {
 		pc.Close()
 		return nil, fmt.Errorf("h3: %w", err)
+	}
+	s.h3 = &http3.Server{
+		Handler:        &gate{s: s, next: o.Handler},
+		MaxHeaderBytes: o.MaxHeaderBytes,
+		IdleTimeout:    o.IdleTimeout,
+		ConnContext:    connValues,
+		// No Logger: http3 logs every request at debug level through it,
+		// which costs an allocation per request even when debug is off.
+		// Handler panics then go to slog.Default().
 	}
 	s.Warnings = setBuffers(pc, o.RecvBuffer, o.SendBuffer)
 	return s, nil
@@ -153,9 +163,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if o.ReadHeaderTimeout <= 0 {
-		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -206,87 +213,56 @@ func (s *Server) verifySource(net.Addr) bool {
 	return false
 }
 
-// Serve accepts connections until Shutdown or Close; it returns nil
-// then, or the error that stopped it.
+// Serve serves HTTP/3 on the accepted connections until Shutdown or
+// Close; it returns nil then, or the error that stopped it.
 func (s *Server) Serve() error {
-	for {
-		c, err := s.ln.Accept(context.Background())
-		if err != nil {
-			if errors.Is(err, quic.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("h3: accepting: %w", err)
-		}
-		sc := newServerConn(s, c)
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
-			c.CloseWithError(quic.ApplicationErrorCode(ErrNoError), "shutting down")
-			continue
-		}
-		s.conns[sc] = struct{}{}
-		s.connsWG.Add(1)
-		s.mu.Unlock()
-		go sc.serve()
+	err := s.h3.ServeListener(listener{s})
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, quic.ErrServerClosed) {
+		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("h3: serving: %w", err)
+	}
+	return nil
 }
 
-func (s *Server) forget(sc *serverConn) {
-	s.mu.Lock()
-	delete(s.conns, sc)
-	s.mu.Unlock()
-	s.connsWG.Done()
-}
-
-// Shutdown stops accepting connections, sends every connection GOAWAY,
-// lets in-flight requests finish and closes each connection once it has
-// none (CONNECTION_CLOSE with H3_NO_ERROR). When ctx ends first, the
-// remaining connections are closed at once and ctx's error returned.
+// Shutdown stops accepting connections and closes the server gracefully
+// (http3.Server.Shutdown): every connection gets GOAWAY (RFC 9114 §5.2)
+// naming the first request it will not serve; requests in flight finish,
+// and the client closes the connection once they are done. When ctx ends
+// first, the remaining connections are closed at once (CONNECTION_CLOSE
+// with H3_NO_ERROR) and ctx's error returned. The socket is closed last.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	conns := make([]*serverConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
+	s.closing.Store(true)
 	s.ln.Close()
-	for _, c := range conns {
-		c.goAway()
+	err := s.h3.Shutdown(ctx)
+	if cerr := s.closeTransport(); err == nil {
+		err = cerr
 	}
-	done := make(chan struct{})
-	go func() { s.connsWG.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-		s.closeConns(ErrNoError, "shutdown grace over")
-		<-done
-	}
-	s.tr.Close()
 	return err
 }
 
-// Close closes every connection at once and the socket.
+// Close closes every connection at once, and the socket.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
+	s.closing.Store(true)
 	s.ln.Close()
-	s.closeConns(ErrNoError, "server closed")
-	s.connsWG.Wait()
-	return s.tr.Close()
+	err := s.h3.Close()
+	if cerr := s.closeTransport(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-func (s *Server) closeConns(code ErrCode, msg string) {
-	s.mu.Lock()
-	conns := make([]*serverConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
+// closeTransport closes connections still in the handshake or never
+// served, then the socket (quic.Transport leaves a socket it was given
+// open).
+func (s *Server) closeTransport() error {
+	err := s.tr.Close()
+	if cerr := s.pc.Close(); err == nil && !errors.Is(cerr, net.ErrClosed) {
+		err = cerr
 	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.conn.CloseWithError(quic.ApplicationErrorCode(code), msg)
+	if err != nil {
+		return fmt.Errorf("h3: closing: %w", err)
 	}
+	return nil
 }

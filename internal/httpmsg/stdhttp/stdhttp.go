@@ -110,7 +110,10 @@ func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
 		req.Trailer = func() httpmsg.Header { return fromMap(r.Trailer) }
 	}
 	req.RemoteAddr, _ = netip.ParseAddrPort(r.RemoteAddr)
-	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr: // HTTP/2
+		req.LocalAddr = a.AddrPort()
+	case *net.UDPAddr: // HTTP/3
 		req.LocalAddr = a.AddrPort()
 	}
 }
