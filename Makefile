@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test check vet fmt race tools bench bench-idle bench-ws bench-h2 bench-tls bench-go fuzz clean
+.PHONY: all build run test check vet fmt race tools bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-go fuzz clean
 
 all: build
 
@@ -64,6 +64,11 @@ bench-h2: build
 # passthrough throughput beside nginx and HAProxy (scripts/bench-tls.sh).
 bench-tls: build
 	scripts/bench-tls.sh all
+
+# bench-h3: HTTP/3 beside HTTP/2 over TLS on one core, edgeway and Caddy
+# (scripts/bench-h3.sh).
+bench-h3: build
+	scripts/bench-h3.sh
 
 # bench-go: the Go micro-benchmarks (matcher, guard, router).
 bench-go:

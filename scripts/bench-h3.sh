@@ -15,7 +15,11 @@
 # run divided by the requests served. Every process started here is
 # stopped by its PID.
 #
+# Caddy (which serves HTTP/3 with quic-go too) runs the same way as the
+# peer, when it is installed (CADDY=0 skips it).
+#
 # Env: DURATION=10 ROUNDS=3 H3_CONNS=16 H3_STREAMS=16 PORT=9550 UP_PORT=9551
+#      CADDY_PORT=9552 CADDY=1
 #      BENCH_DIR=../shared/bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +30,7 @@ H3_CONNS=${H3_CONNS:-16}
 H3_STREAMS=${H3_STREAMS:-16}
 PORT=${PORT:-9550}
 UP_PORT=${UP_PORT:-9551}
+CADDY_PORT=${CADDY_PORT:-9552}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -67,40 +72,82 @@ for _ in $(seq 150); do
 done
 curl -ksf --max-time 2 -o /dev/null "https://127.0.0.1:$PORT/" || { cat "$tmp/edgeway.log" >&2; exit 1; }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$epid/stat"; }
+# Caddy, the peer that serves HTTP/3 (quic-go as well), on the same core
+# with the same upstream and a certificate made here.
+CADDY=${CADDY:-1}
+cpid=""
+if [[ $CADDY == 1 ]] && command -v caddy >/dev/null && command -v openssl >/dev/null; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+		-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$tmp/caddy.key" -out "$tmp/caddy.crt" 2>/dev/null
+	cat >"$tmp/Caddyfile" <<CADDY
+{
+	admin off
+	auto_https off
+	skip_install_trust
+	servers {
+		protocols h1 h2 h3
+	}
+}
+https://:$CADDY_PORT {
+	bind 127.0.0.1
+	tls $tmp/caddy.crt $tmp/caddy.key
+	reverse_proxy 127.0.0.1:$UP_PORT
+}
+CADDY
+	GOMAXPROCS=1 XDG_CONFIG_HOME="$tmp/xdg-config" XDG_DATA_HOME="$tmp/xdg-data" HOME="$tmp" \
+		taskset -c 0 caddy run --config "$tmp/Caddyfile" --adapter caddyfile >"$tmp/caddy.log" 2>&1 &
+	cpid=$!
+	pids+=("$cpid")
+	for _ in $(seq 150); do
+		curl -ks --max-time 1 -o /dev/null "https://127.0.0.1:$CADDY_PORT/" && break
+		sleep 0.1
+	done
+	curl -ksf --max-time 2 -o /dev/null "https://127.0.0.1:$CADDY_PORT/" || { cat "$tmp/caddy.log" >&2; exit 1; }
+else
+	log "caddy (or openssl) not found, or CADDY=0: edgeway only"
+fi
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
-# run_one PROTO: prints "reqs/s cpu_us_per_req"
+# run_one PID PORT PROTO: prints "reqs/s cpu_us_per_req"
 run_one() {
-	local before after reqs secs
-	before=$(cpu_ticks)
-	if [[ $1 == h2 ]]; then
-		out=$(taskset -c 1 h2load -c16 -m16 -D "$DURATION" "https://127.0.0.1:$PORT/" 2>&1)
+	local pid=$1 port=$2 proto=$3 before after reqs secs
+	before=$(cpu_ticks "$pid")
+	if [[ $proto == h2 ]]; then
+		out=$(taskset -c 1 h2load -c16 -m16 -D "$DURATION" "https://127.0.0.1:$port/" 2>&1)
 		reqs=$(awk '/^requests:/ {print $8}' <<<"$out")
 		secs=$DURATION
 	else
-		out=$(GOMAXPROCS=1 taskset -c 1 "$tmp/h3load" -url "https://127.0.0.1:$PORT/" -c "$H3_CONNS" -m "$H3_STREAMS" -d "${DURATION}s")
+		out=$(GOMAXPROCS=1 taskset -c 1 "$tmp/h3load" -url "https://127.0.0.1:$port/" -c "$H3_CONNS" -m "$H3_STREAMS" -d "${DURATION}s")
 		reqs=$(awk '{print $2}' <<<"$out")
 		secs=$(awk '{print $6}' <<<"$out")
 	fi
-	after=$(cpu_ticks)
+	after=$(cpu_ticks "$pid")
 	awk -v r="$reqs" -v s="$secs" -v t=$((after - before)) -v hz="$hz" \
 		'BEGIN { printf "%.0f %.1f\n", r / s, (r > 0 ? t / hz * 1e6 / r : 0) }'
 }
 
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+targets=("edgeway $epid $PORT")
+[[ -n $cpid ]] && targets+=("caddy $cpid $CADDY_PORT")
 declare -A rps cpu
-for proto in h2 h3; do rps[$proto]=""; cpu[$proto]=""; done
 for round in $(seq "$ROUNDS"); do
-	for proto in h2 h3; do
-		read -r r c < <(run_one "$proto")
-		log "round $round $proto: $r req/s, $c µs CPU/req"
-		rps[$proto]+="$r"$'\n'
-		cpu[$proto]+="$c"$'\n'
+	for t in "${targets[@]}"; do
+		read -r name pid port <<<"$t"
+		for proto in h2 h3; do
+			read -r r c < <(run_one "$pid" "$port" "$proto")
+			log "round $round $name $proto: $r req/s, $c µs CPU/req"
+			rps[$name $proto]+="$r"$'\n'
+			cpu[$name $proto]+="$c"$'\n'
+		done
 	done
 done
 echo
-echo "| edgeway, 1 core (GOMAXPROCS=1, CPU 0) | req/s | proxy CPU µs/req |"
-echo "|---|---:|---:|"
-echo "| HTTP/2 over TLS (h2load -c16 -m16) | $(median <<<"${rps[h2]}") | $(median <<<"${cpu[h2]}") |"
-echo "| HTTP/3 over QUIC (h3load -c$H3_CONNS -m$H3_STREAMS) | $(median <<<"${rps[h3]}") | $(median <<<"${cpu[h3]}") |"
+echo "| proxy, 1 core (GOMAXPROCS=1, CPU 0) | protocol | req/s | proxy CPU µs/req |"
+echo "|---|---|---:|---:|"
+for t in "${targets[@]}"; do
+	read -r name _ _ <<<"$t"
+	echo "| $name | HTTP/2 over TLS (h2load -c16 -m16) | $(median <<<"${rps[$name h2]}") | $(median <<<"${cpu[$name h2]}") |"
+	echo "| $name | HTTP/3 over QUIC (h3load -c$H3_CONNS -m$H3_STREAMS) | $(median <<<"${rps[$name h3]}") | $(median <<<"${cpu[$name h3]}") |"
+done

@@ -44,21 +44,33 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-// settleBody gives a request without Content-Length whose stream ended
+// settleWait bounds how long settleBody waits for the end of the stream
+// of a request whose method conventionally has no body.
+const settleWait = time.Second
+
+// settleBody gives a request without Content-Length whose stream ends
 // with its header section what HTTP/1.1 and HTTP/2 give it: ContentLength
 // 0 and http.NoBody. quic-go's http3 (v0.65) leaves ContentLength -1 and
 // a body (quic-go issue 5685), which a proxy would forward as a chunked
-// body of nothing. It reads the body's first byte with a deadline that
-// has already passed, so it never waits: the end of the stream or a byte
-// already received settles it; a body not yet received (or an end of
-// stream still in flight) leaves the request as it was: unknown length.
-// A timed-out read before a frame's first byte consumes nothing.
+// body of nothing. HTTP/3 has no end-of-stream flag on HEADERS: the end
+// of the stream may come in the same packet or in a later one. So it
+// reads the body's first byte under a deadline: for GET, HEAD, OPTIONS,
+// DELETE and TRACE (which rarely have a body) up to settleWait, which
+// the end of the stream normally meets within a round trip; for other
+// methods a deadline already passed, so it never waits. The end of the
+// stream or a byte settles it; a deadline reached leaves the request as
+// it was: unknown length, forwarded as it streams. A timed-out read
+// before a frame's first byte consumes nothing.
 func settleBody(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != -1 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}
 	d, ok := w.(interface{ SetReadDeadline(time.Time) error })
-	if !ok || d.SetReadDeadline(time.Now()) != nil {
+	deadline := time.Now()
+	if usuallyBodyless(r.Method) {
+		deadline = deadline.Add(settleWait)
+	}
+	if !ok || d.SetReadDeadline(deadline) != nil {
 		return
 	}
 	var one [1]byte
@@ -70,6 +82,10 @@ func settleBody(w http.ResponseWriter, r *http.Request) {
 	case err == io.EOF:
 		r.Body, r.ContentLength = http.NoBody, 0
 	}
+}
+
+func usuallyBodyless(m string) bool {
+	return safeMethod(m) || m == http.MethodDelete || m == http.MethodTrace
 }
 
 // prefixed is a body whose first byte settleBody has read.

@@ -314,3 +314,58 @@ func BenchmarkRequest(b *testing.B) {
 		}
 	})
 }
+
+// TestLateEndOfStream: HTTP/3 has no end-of-stream flag on HEADERS, so a
+// client may end a GET's stream in a later packet than its headers. The
+// request still reaches the handler without a body (ContentLength 0, as
+// over HTTP/1.1 and HTTP/2, so the proxy sends no chunked body of
+// nothing); and a GET whose body does come later keeps it, whole.
+func TestLateEndOfStream(t *testing.T) {
+	t.Parallel()
+	e := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "cl=%d nobody=%v body=%q err=%v", r.ContentLength, r.Body == http.NoBody, b, err)
+	}), nil)
+	tc := e.clientTLS()
+	tc.NextProtos = []string{http3.NextProtoH3}
+	for _, tt := range []struct{ desc, body, want string }{
+		{desc: "no body", want: `cl=0 nobody=true body="" err=<nil>`},
+		{desc: "late body", body: "abc", want: `cl=-1 nobody=false body="abc" err=<nil>`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := quic.DialAddr(ctx, e.s.Addr().String(), tc, &quic.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseWithError(0, "")
+			cc := (&http3.Transport{}).NewClientConn(c)
+			rs, err := cc.OpenRequestStream(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := e.s.Stats().Requests
+			if err := rs.SendRequestHeader(mustRequest("GET", e.url("/late"))); err != nil {
+				t.Fatal(err)
+			}
+			// The stream ends only once the server holds the request.
+			testutil.Eventually(t, 10*time.Second, func() bool { return e.s.Stats().Requests > before },
+				"the server did not get the request (stats %+v)", e.s.Stats())
+			if tt.body != "" {
+				if _, err := rs.Write([]byte(tt.body)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rs.Close()
+			res, err := rs.ReadResponse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			if string(b) != tt.want {
+				t.Errorf("handler saw %s, want %s", b, tt.want)
+			}
+		})
+	}
+}
