@@ -128,7 +128,7 @@ run_one() {
 		'BEGIN { printf "%.0f %.1f\n", r / s, (r > 0 ? t / hz * 1e6 / r : 0) }'
 }
 
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+median() { sort -n | awk 'NF {a[++n] = $1} END {print a[int((n + 1) / 2)]}'; }
 targets=("edgeway $epid $PORT")
 [[ -n $cpid ]] && targets+=("caddy $cpid $CADDY_PORT")
 declare -A rps cpu
