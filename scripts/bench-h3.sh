@@ -66,11 +66,16 @@ CONF
 GOMAXPROCS=1 taskset -c 0 "$tmp/edgeway" run -c "$tmp/conf/edgeway.conf" >"$tmp/edgeway.log" 2>&1 &
 epid=$!
 pids+=("$epid")
-for _ in $(seq 150); do
-	curl -ks --max-time 1 -o /dev/null "https://127.0.0.1:$PORT/" && break
-	sleep 0.1
-done
-curl -ksf --max-time 2 -o /dev/null "https://127.0.0.1:$PORT/" || { cat "$tmp/edgeway.log" >&2; exit 1; }
+# wait_up PORT LOG: waits up to 15 s for an answer over TLS on PORT;
+# prints LOG and fails when none comes.
+wait_up() {
+	for _ in $(seq 150); do
+		curl -ks --max-time 1 -o /dev/null "https://127.0.0.1:$1/" && return
+		sleep 0.1
+	done
+	curl -ksf --max-time 2 -o /dev/null "https://127.0.0.1:$1/" || { cat "$2" >&2; exit 1; }
+}
+wait_up "$PORT" "$tmp/edgeway.log"
 
 # Caddy, the peer that serves HTTP/3 (quic-go as well), on the same core
 # with the same upstream and a certificate made here.
@@ -98,11 +103,7 @@ CADDY
 		taskset -c 0 caddy run --config "$tmp/Caddyfile" --adapter caddyfile >"$tmp/caddy.log" 2>&1 &
 	cpid=$!
 	pids+=("$cpid")
-	for _ in $(seq 150); do
-		curl -ks --max-time 1 -o /dev/null "https://127.0.0.1:$CADDY_PORT/" && break
-		sleep 0.1
-	done
-	curl -ksf --max-time 2 -o /dev/null "https://127.0.0.1:$CADDY_PORT/" || { cat "$tmp/caddy.log" >&2; exit 1; }
+	wait_up "$CADDY_PORT" "$tmp/caddy.log"
 else
 	log "caddy (or openssl) not found, or CADDY=0: edgeway only"
 fi

@@ -33,9 +33,7 @@ type Options struct {
 	// Validity is the lifetime of issued certificates; default pebble's
 	// (about 5 years).
 	Validity time.Duration
-	// Env adds environment variables (PEBBLE_...).
-	Env []string
-	// Port is pebble's own port; 0 picks a free one. Restart keeps it.
+	// Port is pebble's own port; 0 picks a free one.
 	Port int
 	// Blocklist are names pebble refuses to order (rejectedIdentifier).
 	Blocklist []string
@@ -51,8 +49,6 @@ type Pebble struct {
 	RootFile string
 	HTTPS    *http.Client
 	mgmt     string
-	dns      string
-	opts     Options
 	t        testing.TB
 
 	mu  sync.Mutex
@@ -108,7 +104,7 @@ func Start(t testing.TB, o Options) *Pebble {
 		Dir: dir, URL: fmt.Sprintf("https://127.0.0.1:%d/dir", o.Port), RootFile: root,
 		HTTPS: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}},
-		mgmt: fmt.Sprintf("https://127.0.0.1:%d", mgmtPort), opts: o, t: t,
+		mgmt: fmt.Sprintf("https://127.0.0.1:%d", mgmtPort), t: t,
 	}
 	p.start(dns)
 	t.Cleanup(p.Stop)
@@ -120,7 +116,6 @@ func (p *Pebble) start(dns string) {
 	t.Helper()
 	cmd := exec.Command("pebble", "-config", filepath.Join(p.Dir, "pebble.json"), "-dnsserver", dns)
 	cmd.Env = append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")
-	cmd.Env = append(cmd.Env, p.opts.Env...)
 	log := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -128,7 +123,6 @@ func (p *Pebble) start(dns string) {
 	}
 	p.mu.Lock()
 	p.cmd, p.log = cmd, log
-	p.dns = dns
 	p.mu.Unlock()
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		res, err := p.HTTPS.Get(p.URL)
@@ -152,14 +146,6 @@ func (p *Pebble) Stop() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}
-}
-
-// Restart starts a stopped pebble again, with extra environment env.
-func (p *Pebble) Restart(env ...string) {
-	p.t.Helper()
-	p.Stop()
-	p.opts.Env = append(p.opts.Env, env...)
-	p.start(p.dns)
 }
 
 // Log returns pebble's output so far.
