@@ -75,30 +75,13 @@ func tlsClient(h2 bool, roots *tls.Config) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-var quicAddrRE = regexp.MustCompile(`msg="listening quic" listener=(\S+) addr=(\S+)`)
-
-// quicAddr waits for the QUIC listener of name to log its address.
-func quicAddr(t *testing.T, p *testutil.Proc, name string) string {
-	t.Helper()
-	var addr string
-	testutil.Eventually(t, 20*time.Second, func() bool {
-		for _, m := range quicAddrRE.FindAllStringSubmatch(p.Log(), -1) {
-			if m[1] == name {
-				addr = m[2]
-			}
-		}
-		return addr != ""
-	}, "no QUIC listener %q in the log:\n%s", name, p.Log())
-	return addr
-}
-
 // TestH3ReadmeExample is issue 10's "done means": the shipped example,
 // started as TestMakeRunExample starts it, gives the same answers over
 // HTTP/3 (quic-go) as over HTTP/2, and its TCP responses advertise
 // HTTP/3 with Alt-Svc.
 func TestH3ReadmeExample(t *testing.T) {
 	p, _, sec := startExample(t)
-	if got := quicAddr(t, p, "websecure"); got != "127.0.0.1:"+sec {
+	if got := p.QUICAddrs(t, 1)["websecure"]; got != "127.0.0.1:"+sec {
 		t.Fatalf("QUIC listener on %s, want the TLS port 127.0.0.1:%s over UDP", got, sec)
 	}
 	insecure := &tls.Config{InsecureSkipVerify: true} // the example's certificate is self-signed, made at start
@@ -187,7 +170,7 @@ route default {
 `, hostPort(up))
 	p, _, dir := startEdgeway(t, mainExtra, map[string]string{"h3.routes": routes})
 	addrs := p.Addrs(t, 2)
-	return p, addrs["websecure"], quicAddr(t, p, "websecure"), dir
+	return p, addrs["websecure"], p.QUICAddrs(t, 1)["websecure"], dir
 }
 
 // TestH3SameAnswersAsH1AndH2 runs one routing table over HTTP/1.1,
@@ -315,7 +298,7 @@ listen websecure {
   protocols tls h2 h3
 }
 `, cert, key, port), map[string]string{"r.routes": "route hello {\n  match PathPrefix(`/`)\n  respond 200 \"hello\\n\"\n}\n"})
-	udp := quicAddr(t, e.p, "websecure")
+	udp := e.p.QUICAddrs(t, 1)["websecure"]
 	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: "site.test"}}
 	defer tr.Close()
 	for range 3 {

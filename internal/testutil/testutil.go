@@ -168,11 +168,25 @@ func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
 	}
 }
 
-var listenRE = regexp.MustCompile(`msg=listening listener=(\S+) addr=(\S+)`)
+var (
+	listenRE     = regexp.MustCompile(`msg=listening listener=(\S+) addr=(\S+)`)
+	listenQUICRE = regexp.MustCompile(`msg="listening quic" listener=(\S+) addr=(\S+)`)
+)
 
 // Addrs waits until every listener has logged its address and returns
 // them by listener name.
 func (p *Proc) Addrs(t testing.TB, n int) map[string]string {
+	t.Helper()
+	return p.loggedAddrs(t, listenRE, n)
+}
+
+// QUICAddrs is Addrs for the QUIC (HTTP/3) listeners' UDP addresses.
+func (p *Proc) QUICAddrs(t testing.TB, n int) map[string]string {
+	t.Helper()
+	return p.loggedAddrs(t, listenQUICRE, n)
+}
+
+func (p *Proc) loggedAddrs(t testing.TB, re *regexp.Regexp, n int) map[string]string {
 	t.Helper()
 	var addrs map[string]string
 	Eventually(t, 20*time.Second, func() bool {
@@ -180,7 +194,7 @@ func (p *Proc) Addrs(t testing.TB, n int) map[string]string {
 			t.Fatalf("edgeway exited: %v\n%s", p.err, p.Log())
 		}
 		addrs = map[string]string{}
-		for _, m := range listenRE.FindAllStringSubmatch(p.Log(), -1) {
+		for _, m := range re.FindAllStringSubmatch(p.Log(), -1) {
 			addrs[m[1]] = m[2]
 		}
 		return len(addrs) >= n
