@@ -17,7 +17,7 @@ type gate struct {
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.s.stats.requests.Add(1)
-	if c, ok := r.Context().Value(connKey{}).(*quic.Conn); ok && !handshakeComplete(c) {
+	if g.s.o.Allow0RTT && isEarly(r) {
 		// The request came in 0-RTT data, which an attacker can replay:
 		// only a safe method is served, marked as early (RFC 8470 §5).
 		if !safeMethod(r.Method) {
@@ -31,12 +31,18 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-func handshakeComplete(c *quic.Conn) bool {
+// isEarly reports whether r arrived before its connection's handshake
+// completed: in 0-RTT data. Without Allow0RTT no request can.
+func isEarly(r *http.Request) bool {
+	c, ok := r.Context().Value(connKey{}).(*quic.Conn)
+	if !ok {
+		return false
+	}
 	select {
 	case <-c.HandshakeComplete():
-		return true
-	default:
 		return false
+	default:
+		return true
 	}
 }
 
