@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,15 +72,65 @@ func Binary(t testing.TB) string {
 	return buildPath
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback port that was free for TCP and UDP a
+// moment ago, for a configuration that must name its ports before the
+// process starts (pebble's validation ports, the example's listeners).
+// It is picked at random below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), so that no outgoing
+// connection of a concurrent test is given it between this check and
+// the bind; and never twice in one test binary.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	lo, hi := 20000, ephemeralStart()
+	if hi <= lo {
+		lo, hi = 1024, 32768
+	}
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		port := lo + rand.IntN(hi-lo)
+		if portsGiven[port] || !portFree(port) {
+			continue
+		}
+		portsGiven[port] = true
+		return port
+	}
+	t.Fatalf("no free port in [%d, %d)", lo, hi)
+	return 0
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// ephemeralStart is the first port the kernel hands out for port 0 and
+// outgoing connections (32768 when it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
-		t.Fatal(err)
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil || lo <= 0 {
+		return 32768
+	}
+	return lo
+}
+
+func portFree(port int) bool {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	u.Close()
+	return true
 }
 
 // WriteFiles writes name -> content under dir, creating folders.
