@@ -49,6 +49,7 @@ type exchange struct {
 	outcome    upstream.Outcome
 	status     int // status for the log when none was written (499)
 	tap        *bodyTap
+	gate       *bodyGate // the current try's request body gate; nil: no body sent
 	cancel     upstream.Canceler // aborts the upstream exchange (idle watchdog)
 	cancelFn   func(error)       // cancel.Cancel, bound once
 	out        upstream.Request
@@ -169,7 +170,7 @@ func (x *exchange) reset() {
 	if cap(x.bodyBuf) > 8<<10 {
 		x.bodyBuf = nil // pooled exchanges keep small ones only
 	}
-	x.tap, x.out, x.resp = nil, upstream.Request{}, upstream.Response{}
+	x.tap, x.gate, x.out, x.resp = nil, nil, upstream.Request{}, upstream.Response{}
 	clear(x.outHdr)
 	clear(x.respHdr)
 	x.outHdr, x.respHdr = x.outHdr[:0], x.respHdr[:0]

@@ -136,9 +136,10 @@ func (d *watchdog) reset(now int64, wait time.Duration) {
 }
 
 // bodyTap wraps the client's request body: it counts bytes and feeds the
-// watchdog. It is allocated per request because the upstream client may
-// still read it after the handler returned; its watchdog calls carry a
-// generation so such a late read cannot disturb the next request.
+// watchdog. It is allocated per request, with the gate of the request's
+// first try (bodygate.go), through which the upstream client reads it;
+// the exchange ends only once that gate is closed, so no read of the tap
+// (of the front end's body, of the pooled watchdog) outlives the request.
 //
 // It also enforces the listener's body limit: once the count passes limit
 // (when limit > 0), reads fail with errBodyTooLarge (see bodylimit.go).
@@ -148,6 +149,7 @@ type bodyTap struct {
 	wd    *watchdog
 	gen   uint64
 	limit int64
+	gate  bodyGate // the first try's gate
 }
 
 var errBodyTooLarge = errors.New("request body larger than max_body_bytes")

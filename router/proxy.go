@@ -37,6 +37,13 @@ func (x *exchange) forward() {
 			return
 		}
 	}
+	if x.out.Body != nil {
+		// From here on the body is read on the upstream client's writer
+		// goroutine: through a gate that the end of the exchange closes.
+		x.tap.gate.r = x.out.Body
+		x.gate = &x.tap.gate
+		x.out.Body = x.gate
+	}
 	var err error
 	for try := 0; ; try++ {
 		s, perr := pool.Pick(x.in, x.tried)
@@ -428,9 +435,12 @@ func (x *exchange) retryable(try int, err error) bool {
 		x.resp.Body.Close()
 	}
 	if x.kept != nil {
-		// A fresh reader: the failed try's body writer may still hold
-		// the old one.
-		x.out.Body = bytes.NewReader(x.kept)
+		// A fresh reader behind a fresh gate: the failed try's body
+		// writer may still hold the old one, whose gate is closed (a
+		// bytes.Reader never blocks, so this waits for a copy at most).
+		x.gate.close(nil)
+		x.gate = &bodyGate{r: bytes.NewReader(x.kept)}
+		x.out.Body = x.gate
 	}
 	return true
 }

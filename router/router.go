@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -153,14 +155,22 @@ func (h *listenerHandler) ServeProxy(w httpmsg.ResponseWriter, req *httpmsg.Requ
 	x.serve()
 }
 
-// finish runs when a request ends, also when it panicked: it reports the
-// outcome, writes the access log line and recycles the exchange (not after
-// a panic: its state is unknown), then lets a panic go on.
+// finish runs when a request ends, also when it panicked. It closes the
+// request body's gate (no upstream writer reads the body past this
+// point), reports the outcome, writes the access log line and recycles
+// the exchange. A panic is reported (logged with its stack, counted) and
+// ends only this request: the exchange is not recycled (its state is
+// unknown) and the front end is told to abort it (http.ErrAbortHandler:
+// the HTTP/1 connection closes, the HTTP/2 or HTTP/3 stream is reset).
 func (r *Router) finish(x *exchange) {
 	p := recover()
 	if p != nil {
 		x.outcome = upstream.Abandoned
+		if !panics.IsAbort(p) {
+			panics.Report("request", p, slog.String("method", x.in.Method), slog.String("path", x.reqPath))
+		}
 	}
+	joined := x.closeBody()
 	x.end()
 	if x.l.stats != nil {
 		x.count()
@@ -169,10 +179,28 @@ func (r *Router) finish(x *exchange) {
 		r.logAccess(x)
 	}
 	if p != nil {
-		panic(p)
+		panic(http.ErrAbortHandler)
+	}
+	if !joined {
+		// A body read that ignored its deadline still uses the exchange:
+		// leave it to the garbage collector rather than reuse it.
+		r.log.LogAttrs(context.Background(), slog.LevelError, "request body read did not stop at the end of its exchange",
+			slog.String("route", x.rt.name), slog.Duration("waited", bodyJoinWait))
+		return
 	}
 	x.reset()
 	r.exchanges.Put(x)
+}
+
+// closeBody closes the current try's body gate (an earlier try's was
+// closed when it was retried), interrupting a read of the client's body
+// in progress with a read deadline in the past. False when that read did
+// not return.
+func (x *exchange) closeBody() bool {
+	if x.gate == nil {
+		return true
+	}
+	return x.gate.close(x.w.w)
 }
 
 // end reports the outcome to the server and releases the request's timer.

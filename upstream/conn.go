@@ -106,7 +106,7 @@ func (c *conn) exchange(req *Request, resp *Response, bb *bodyBuf) (err error, r
 	c.bw.Write(b)
 	if hasBody {
 		c.headDone, c.bodyErr = false, nil
-		go c.writeBody(req, c.bw, bb)
+		go c.writeBody(outBody{r: req.Body, n: req.ContentLength, trailer: req.Trailer}, c.bw, bb)
 	} else {
 		if err := c.bw.Flush(); err != nil {
 			c.drop()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -18,7 +19,10 @@ import (
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
+	"github.com/edgeway/edgeway/internal/panics"
 )
+
+var errInformationalPanic = errors.New("relaying an informational response panicked")
 
 // h2Exchange is one request over HTTP/2. The request body streams on the
 // http2 connection's writer goroutine while the caller reads the response,
@@ -57,7 +61,15 @@ func (h *h2Client) do(addr string, req *Request, resp *Response) error {
 	x.ctx, x.cancel = context.WithCancelCause(parent)
 	if req.OnInformational != nil {
 		x.ctx = httptrace.WithClientTrace(x.ctx, &httptrace.ClientTrace{
-			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			// Called on x/net's read loop goroutine, which does not
+			// recover.
+			Got1xxResponse: func(code int, h textproto.MIMEHeader) (err error) {
+				defer func() {
+					if v := recover(); v != nil {
+						panics.Report("upstream h2 informational response", v, slog.String("server", addr))
+						err = errInformationalPanic
+					}
+				}()
 				return req.OnInformational(code, toFields(http.Header(h)))
 			},
 		})
@@ -121,15 +133,21 @@ func (x *h2Exchange) build() error {
 	case req.Host != "" && !httpguts.ValidHostHeader(req.Host):
 		return &RequestError{Status: 400, Addr: x.addr, Err: errBadHost}
 	}
-	u, err := h2URL(x.addr, req)
+	// Every string of the head is copied into one fresh array: x/net's
+	// HPACK encoder keeps the names and values it indexes (the path and
+	// authority among them) for the life of the upstream connection, and
+	// the caller's strings may view buffers reused by the next request.
+	cp := newStringCopier(len(method) + len(req.Target) + len(req.Host) + fieldBytes(req.Header))
+	method = cp.clone(method)
+	u, err := h2URL(x.addr, cp.clone(req.Target), req.Host)
 	if err != nil {
 		return err
 	}
-	hdr, err := h2Header(x.addr, req.Header)
+	hdr, err := h2Header(x.addr, req.Header, &cp)
 	if err != nil {
 		return err
 	}
-	x.hr = &http.Request{Method: method, URL: u, Host: req.Host, Header: hdr,
+	x.hr = &http.Request{Method: method, URL: u, Host: cp.clone(req.Host), Header: hdr,
 		Proto: "HTTP/2.0", ProtoMajor: 2}
 	if req.Body != nil && req.ContentLength != 0 {
 		x.body.r, x.body.cl, x.body.trailer = req.Body, req.ContentLength, req.Trailer
@@ -143,8 +161,7 @@ func (x *h2Exchange) build() error {
 
 // h2URL is the URL whose RequestURI x/net/http2 sends as :path: the
 // target as it is, escaped bytes and all.
-func h2URL(addr string, req *Request) (*url.URL, error) {
-	t := req.Target
+func h2URL(addr, t, host string) (*url.URL, error) {
 	if !validH2Target(t) {
 		return nil, &RequestError{Status: 400, Addr: addr, Err: errBadURI}
 	}
@@ -155,7 +172,7 @@ func h2URL(addr string, req *Request) (*url.URL, error) {
 	if strings.HasPrefix(path, "//") {
 		// An opaque "//..." would read as a network path; x/net strips
 		// "http://" + authority from the front of such a URI.
-		path = "//" + cmp.Or(req.Host, addr) + path
+		path = "//" + cmp.Or(host, addr) + path
 	}
 	return &url.URL{Scheme: "http", Host: addr, Opaque: path, RawQuery: query,
 		ForceQuery: hasQuery && query == ""}, nil
@@ -181,7 +198,8 @@ func validH2Target(t string) bool {
 // Transfer-Encoding, Upgrade (refused: 502), and TE other than
 // "trailers", which gRPC servers expect and is forwarded. Host is
 // :authority and Content-Length comes from the body.
-func h2Header(addr string, h httpmsg.Header) (http.Header, error) {
+// Names and values are copied with cp.
+func h2Header(addr string, h httpmsg.Header, cp *stringCopier) (http.Header, error) {
 	out := make(http.Header, len(h)+1)
 	ua := false
 	for _, f := range h {
@@ -198,7 +216,8 @@ func h2Header(addr string, h httpmsg.Header) (http.Header, error) {
 		case httpmsg.EqualFold(f.Name, "User-Agent"):
 			ua = true
 		}
-		out[f.Name] = append(out[f.Name], f.Value)
+		name := cp.clone(f.Name)
+		out[name] = append(out[name], cp.clone(f.Value))
 	}
 	if !ua {
 		out["User-Agent"] = []string{""} // no Go default in its place
@@ -373,9 +392,18 @@ type h2ReqBody struct {
 
 func (b *h2ReqBody) active() bool { return b.r != nil }
 
-func (b *h2ReqBody) Read(p []byte) (int, error) {
+// Read runs on x/net's writer goroutine, which does not recover: a panic
+// behind it fails the request as a broken body rather than the process.
+func (b *h2ReqBody) Read(p []byte) (n int, err error) {
 	x := b.x
-	n, err := b.r.Read(p)
+	defer func() {
+		if v := recover(); v != nil {
+			panics.Report("upstream h2 request body", v, slog.String("server", x.addr))
+			n, err = 0, errBodyPanic
+			x.noteBodyErr(err)
+		}
+	}()
+	n, err = b.r.Read(p)
 	b.n += int64(n)
 	if err == io.EOF && b.cl > 0 && b.n < b.cl {
 		err = errBodyShort
@@ -385,20 +413,26 @@ func (b *h2ReqBody) Read(p []byte) (int, error) {
 		if b.trailer != nil {
 			for _, f := range b.trailer() {
 				if httpsyntax.ValidToken(f.Name) && httpsyntax.ValidFieldValue(f.Value) && !h2Skip(f.Name) {
-					k := http.CanonicalHeaderKey(f.Name)
-					x.hr.Trailer[k] = append(x.hr.Trailer[k], f.Value)
+					// Copied: HPACK keeps what it indexes (see build).
+					k := strings.Clone(http.CanonicalHeaderKey(f.Name))
+					x.hr.Trailer[k] = append(x.hr.Trailer[k], strings.Clone(f.Value))
 				}
 			}
 		}
 		x.armTimeout()
 	case err != nil:
-		x.mu.Lock()
-		if x.bodyErr == nil {
-			x.bodyErr = err
-		}
-		x.mu.Unlock()
+		x.noteBodyErr(err)
 	}
 	return n, err
+}
+
+// noteBodyErr keeps the first error of the request body.
+func (x *h2Exchange) noteBodyErr(err error) {
+	x.mu.Lock()
+	if x.bodyErr == nil {
+		x.bodyErr = err
+	}
+	x.mu.Unlock()
 }
 
 // Close does nothing: the body is the client's, its front end closes it.

@@ -164,7 +164,8 @@ func FuzzH2Header(f *testing.F) {
 	f.Add("X-A", "1\r\nX: 2")
 	f.Add("Upgrade", "websocket")
 	f.Fuzz(func(t *testing.T, name, value string) {
-		out, err := h2Header("a:1", httpmsg.Header{{Name: name, Value: value}})
+		cp := newStringCopier(0)
+		out, err := h2Header("a:1", httpmsg.Header{{Name: name, Value: value}}, &cp)
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) {

@@ -2,12 +2,17 @@ package upstream
 
 import (
 	"bufio"
+	"errors"
 	"io"
+	"log/slog"
 	"sync"
 
 	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/panics"
 )
+
+var errBodyPanic = errors.New("the request body's reader panicked")
 
 const bodyBufSize = 32 << 10
 
@@ -47,17 +52,36 @@ func readFirst(req *Request) (*bodyBuf, error) {
 	}
 }
 
+// outBody is what the body writer needs of a Request, copied when it
+// starts: the Request itself may be reused by the caller once the
+// exchange ended, while the writer can still be running (the response
+// came before the body was sent).
+type outBody struct {
+	r       io.Reader
+	n       int64 // Content-Length; -1: chunked
+	trailer func() httpmsg.Header
+}
+
 // writeBody streams the request body after the buffered head, flushing
 // after every read so that a streamed upload is never held back. It runs
 // on its own goroutine while the caller waits for the response; it starts
-// with the bytes readFirst took.
-func (c *conn) writeBody(req *Request, w *bufio.Writer, bb *bodyBuf) {
+// with the bytes readFirst took, and owns bb (it pools it when done).
+// A panic in the body's reader fails the request like a broken body.
+func (c *conn) writeBody(body outBody, w *bufio.Writer, bb *bodyBuf) {
 	var err error
-	if req.ContentLength > 0 {
-		err = copyFixed(w, req.Body, req.ContentLength, bb)
-	} else {
-		err = copyChunked(w, req, bb)
-	}
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				panics.Report("upstream request body writer", v, slog.String("server", c.hp.addr))
+				err = bodyReadError{errBodyPanic}
+			}
+		}()
+		if body.n > 0 {
+			err = copyFixed(w, body.r, body.n, bb)
+		} else {
+			err = copyChunked(w, body, bb)
+		}
+	}()
 	bodyBufs.Put(bb)
 	rerr, isRead := err.(bodyReadError)
 	c.mu.Lock()
@@ -111,7 +135,7 @@ func copyFixed(w *bufio.Writer, r io.Reader, n int64, bb *bodyBuf) error {
 // chunkRoom is the space kept before the data for the chunk size line.
 const chunkRoom = 8
 
-func copyChunked(w *bufio.Writer, req *Request, bb *bodyBuf) error {
+func copyChunked(w *bufio.Writer, body outBody, bb *bodyBuf) error {
 	buf, m, eof := bb.b[:], bb.n, bb.eof
 	for {
 		if m > 0 {
@@ -128,7 +152,7 @@ func copyChunked(w *bufio.Writer, req *Request, bb *bodyBuf) error {
 			break
 		}
 		var err error
-		m, err = req.Body.Read(buf[chunkRoom : len(buf)-2])
+		m, err = body.r.Read(buf[chunkRoom : len(buf)-2])
 		switch {
 		case err == io.EOF:
 			eof = true
@@ -137,8 +161,8 @@ func copyChunked(w *bufio.Writer, req *Request, bb *bodyBuf) error {
 		}
 	}
 	var trailer httpmsg.Header
-	if req.Trailer != nil {
-		trailer = req.Trailer()
+	if body.trailer != nil {
+		trailer = body.trailer()
 	}
 	b, err := http1.AppendLastChunk(w.AvailableBuffer(), trailer)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/edgeway/edgeway/internal/testgrpc"
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // grpcThroughEdgeway starts a gRPC server, an edgeway that routes to it
@@ -28,15 +29,25 @@ import (
 // h2c, or over TLS (h2 by ALPN) when overTLS is set.
 func grpcThroughEdgeway(t *testing.T, overTLS bool) *grpc.ClientConn {
 	t.Helper()
+	srv := grpc.NewServer(grpc.ForceServerCodec(testgrpc.Codec{}))
+	srv.RegisterService(&testgrpc.Desc, testgrpc.Echo{})
+	_, cc := grpcProxied(t, srv, overTLS, grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
+	return cc
+}
+
+// grpcProxied serves srv on loopback behind an edgeway whose routes send
+// every path to it through an h2c upstream, and returns the edgeway
+// process and a client connected to it over h2c, or over TLS (h2 by ALPN)
+// when overTLS is set.
+func grpcProxied(t *testing.T, srv *grpc.Server, overTLS bool, opts ...grpc.DialOption) (*testutil.Proc, *grpc.ClientConn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ForceServerCodec(testgrpc.Codec{}))
-	srv.RegisterService(&testgrpc.Desc, testgrpc.Echo{})
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
-	routes := fmt.Sprintf("upstream grpc {\n  server %s\n  protocol h2c\n}\nroute rpc {\n  match PathPrefix(`/edgeway.test.Echo/`)\n  to grpc\n}\n", ln.Addr())
+	routes := fmt.Sprintf("upstream grpc {\n  server %s\n  protocol h2c\n}\nroute rpc {\n  match PathPrefix(`/`)\n  to grpc\n}\n", ln.Addr())
 	extra := ""
 	if overTLS {
 		extra = "tls { self_signed grpc.test }\nlisten sec { addr 127.0.0.1:0\n protocols tls h2 }\n"
@@ -49,14 +60,12 @@ func grpcThroughEdgeway(t *testing.T, overTLS bool) *grpc.ClientConn {
 		target = p.Addrs(t, 2)["sec"]
 		creds = credentials.NewTLS(&tls.Config{ServerName: "grpc.test", InsecureSkipVerify: true})
 	}
-	cc, err := grpc.NewClient("passthrough:///"+target,
-		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
+	cc, err := grpc.NewClient("passthrough:///"+target, append(opts, grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return cc
+	return p, cc
 }
 
 func callCtx(t *testing.T) context.Context {

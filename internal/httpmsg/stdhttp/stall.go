@@ -3,6 +3,8 @@ package stdhttp
 import (
 	"errors"
 	"io"
+	"net/http"
+	"sync"
 	"time"
 )
 
@@ -28,41 +30,39 @@ func (w *writer) armWrite() {
 	}
 }
 
-// armRead pushes the stream's read deadline back, never past the one the
-// handler set.
-func (w *writer) armRead() error {
-	now := time.Now()
-	d := now.Add(w.stall)
-	if !w.userRD.IsZero() && w.userRD.Before(d) {
-		d = w.userRD
-	} else if d.Sub(w.rdl) <= w.stall/8 {
-		return nil
-	}
-	if d.Equal(w.rdl) {
-		return nil
-	}
-	w.rdl = d
-	return w.rc.SetReadDeadline(d)
-}
-
-// body is an HTTP/2 request body as the handler reads it. With a
-// content-length, a read that has room for all that is left reads until
-// it has it, so a body that ends short (x/net fails the read at
+// body is an HTTP/2 (or HTTP/3) request body as the handler reads it.
+// With a content-length, a read that has room for all that is left reads
+// until it has it, so a body that ends short (x/net fails the read at
 // END_STREAM) fails the first read, before anything is forwarded, when
 // it fits the first read.
+//
+// A body is allocated per request and shares nothing with the pooled
+// state: its reader may run on another goroutine (the upstream client's
+// body writer), and the router ends every such read before its handler
+// returns, but should one come late it finds the body closed and touches
+// nothing that another request uses. Its read deadline is set both from
+// the handler (SetReadDeadline) and from the reading goroutine (the stall
+// timeout), hence mu.
 type body struct {
-	r    io.Reader
-	w    *writer
-	left int64 // bytes the content-length still announces; -1: none
+	r     io.Reader
+	rc    *http.ResponseController // this request's
+	stall time.Duration
+	left  int64 // bytes the content-length still announces; -1: none
+
+	mu     sync.Mutex
+	closed bool      // the handler returned: reads fail
+	userRD time.Time // the deadline the handler asked for
+	rdl    time.Time // the stream's read deadline, as last set
 }
 
-var errShort = errors.New("request body shorter than its content-length")
+var (
+	errShort  = errors.New("request body shorter than its content-length")
+	errClosed = errors.New("request body read after its handler returned")
+)
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.w.stall > 0 {
-		if err := b.w.armRead(); err != nil {
-			return 0, err
-		}
+	if err := b.arm(); err != nil {
+		return 0, err
 	}
 	if b.left <= 0 || int64(len(p)) < b.left {
 		n, err := b.r.Read(p)
@@ -76,8 +76,8 @@ func (b *body) Read(p []byte) (int, error) {
 	for n < want {
 		m, err := b.r.Read(p[n:want])
 		n += m
-		if m > 0 && b.w.stall > 0 {
-			if aerr := b.w.armRead(); aerr != nil {
+		if m > 0 {
+			if aerr := b.arm(); aerr != nil {
 				return n, aerr
 			}
 		}
@@ -91,4 +91,51 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	b.left -= int64(n)
 	return n, nil
+}
+
+// arm fails once the body is closed, and pushes the stream's read
+// deadline back, never past the one the handler set.
+func (b *body) arm() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errClosed
+	}
+	if b.stall <= 0 {
+		return nil
+	}
+	return b.armLocked(false)
+}
+
+func (b *body) armLocked(force bool) error {
+	d := time.Now().Add(b.stall)
+	if !b.userRD.IsZero() && b.userRD.Before(d) {
+		d = b.userRD
+	} else if !force && d.Sub(b.rdl) <= b.stall/8 {
+		return nil
+	}
+	if d.Equal(b.rdl) {
+		return nil
+	}
+	b.rdl = d
+	return b.rc.SetReadDeadline(d)
+}
+
+// setReadDeadline is the handler's SetReadDeadline: t bounds the reads
+// (the zero time removes the bound, the stall timeout still applies).
+func (b *body) setReadDeadline(t time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.userRD = t
+	if b.stall > 0 {
+		return b.armLocked(true)
+	}
+	return b.rc.SetReadDeadline(t)
+}
+
+// close fails every later read.
+func (b *body) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
 }

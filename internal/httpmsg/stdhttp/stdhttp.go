@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Handler returns an http.Handler that serves every request with h.
@@ -44,12 +46,13 @@ type adapter struct {
 	pool  sync.Pool // *state
 }
 
-// state is one request's adapted form, pooled.
+// state is one request's adapted form, pooled. The pool holds what only
+// the handler's goroutine touches while ServeHTTP runs; the request body
+// is allocated apart (see body).
 type state struct {
 	req    httpmsg.Request
 	fields httpmsg.Header
 	w      writer
-	body   body
 }
 
 func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -69,19 +72,42 @@ func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor >= 2 {
 		st.w.stall = a.stall
 		if st.req.Body != nil {
-			st.body = body{r: st.req.Body, w: &st.w, left: st.req.ContentLength}
-			st.req.Body = &st.body
+			st.w.body = &body{r: st.req.Body, rc: st.w.rc, stall: a.stall, left: st.req.ContentLength}
+			st.req.Body = st.w.body
 		}
 	}
-	a.h.ServeProxy(&st.w, &st.req)
-	st.body = body{}
+	a.serve(st)
+	if st.w.body != nil {
+		st.w.body.close()
+	}
 	aborted := st.w.aborted || (st.w.bodyLen >= 0 && st.w.written < st.w.bodyLen && !st.w.head && st.w.status != 304 && st.w.status != 204)
+	// Lifetime: the strings in st.req and st.fields are net/http's own
+	// (heap strings it allocated for this request), so nothing viewing
+	// them can go wrong; the slices are cleared so that the pool does
+	// not keep a finished request's values alive.
 	clear(st.fields)
 	st.req, st.w = httpmsg.Request{}, writer{}
 	a.pool.Put(st)
 	if aborted {
 		panic(http.ErrAbortHandler) // net/http closes the connection or resets the stream
 	}
+}
+
+// serve runs the handler. A panic ends only this request: it is reported
+// and the request aborted (state not recycled: its condition is unknown).
+func (a *adapter) serve(st *state) {
+	defer func() {
+		if v := recover(); v != nil {
+			if !panics.IsAbort(v) {
+				panics.Report("http handler", v, slog.String("method", st.req.Method))
+			}
+			if st.w.body != nil {
+				st.w.body.close()
+			}
+			panic(http.ErrAbortHandler)
+		}
+	}()
+	a.h.ServeProxy(&st.w, &st.req)
 }
 
 // fill sets req from r, with its fields appended to fields.
@@ -139,11 +165,10 @@ type writer struct {
 	written int64
 	aborted bool
 	upgrade httpmsg.Header // a 101's fields, until Tunnel
+	body    *body          // the request body (HTTP/2, HTTP/3); nil: none or HTTP/1
 
-	stall  time.Duration // Options.StallTimeout; 0 (HTTP/1): none
-	wdl    time.Time     // the stream's write deadline, as last set
-	userRD time.Time     // the deadline the handler asked for
-	rdl    time.Time     // the stream's read deadline, as last set
+	stall time.Duration // Options.StallTimeout; 0 (HTTP/1): none
+	wdl   time.Time     // the stream's write deadline, as last set
 }
 
 func (w *writer) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
@@ -199,11 +224,11 @@ func (w *writer) WriteTrailer(h httpmsg.Header) error {
 
 func (w *writer) Abort() { w.aborted = true }
 
+// SetReadDeadline bounds the body's reads. It may be called from another
+// goroutine than the handler's (the router's idle watchdog).
 func (w *writer) SetReadDeadline(t time.Time) error {
-	w.userRD = t
-	if w.stall > 0 {
-		w.rdl = time.Time{}
-		return w.armRead()
+	if b := w.body; b != nil {
+		return b.setReadDeadline(t)
 	}
 	return w.rc.SetReadDeadline(t)
 }
