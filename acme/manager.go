@@ -5,9 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/acme"
 
+	"github.com/edgeway/edgeway/internal/panics"
 	edgetls "github.com/edgeway/edgeway/tls"
 )
 
@@ -220,6 +221,12 @@ func (m *Manager) shared(ctx context.Context, name string, l *nameLoop) error {
 				m.mu.Unlock()
 				close(f.done)
 			}()
+			defer func() {
+				if r := recover(); r != nil {
+					panics.Report("acme order", r, slog.String("name", name))
+					f.err = fmt.Errorf("acme: ordering %s panicked: %v", name, r)
+				}
+			}()
 			// The order belongs to the manager, not to one caller:
 			// a caller that gives up does not cancel it for the others.
 			f.err = m.obtain(m.ctx, name, l)
@@ -340,7 +347,7 @@ func (m *Manager) goSafe(name string, fn func()) {
 		defer m.wg.Done()
 		defer func() {
 			if r := recover(); r != nil {
-				m.cfg.Log.Error("acme: renewal loop panicked", "name", name, "panic", r, "stack", string(debug.Stack()))
+				panics.Report("acme renewal loop", r, slog.String("name", name))
 			}
 		}()
 		fn()

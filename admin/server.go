@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Options configures a Server. Only Listen and TokenFile are required; an
@@ -168,11 +170,11 @@ func (s *Server) Start() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	go func() {
+	panics.Go("admin server", func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("admin API stopped", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/routes"
 )
 
@@ -240,7 +241,7 @@ func (w *Watcher) compare(reload func()) {
 func (w *Watcher) callReload(reload func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			w.log.Error("configuration reload panicked", "panic", r)
+			panics.Report("configuration reload", r)
 		}
 	}()
 	reload()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/http1"
 	"github.com/edgeway/edgeway/listeners/proxyproto"
@@ -145,6 +146,8 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	c.SetDeadline(time.Now().Add(f.hsTO))
 	bp := helloBufs.Get().(*[]byte)
 	hello, _, err := sniff.Peek(c.Raw(), *bp)
+	// Lifetime: the parsed hello's strings (SNI, ALPN) are copies, so the
+	// buffer goes back at once.
 	helloBufs.Put(bp)
 	remote := addrPort(nc.RemoteAddr())
 	if err != nil {
@@ -204,8 +207,8 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 // serveH2 serves an HTTP/2 connection over TLS until it ends.
 func (f *front) serveH2(c *engine.Conn, tc *tls.Conn) {
 	defer func() {
-		if v := recover(); v != nil {
-			f.log.Error("h2 panic", "panic", v)
+		if v := recover(); v != nil && !panics.IsAbort(v) {
+			panics.Report("h2 connection", v)
 		}
 		tc.Close()
 		c.Close()

@@ -49,7 +49,7 @@ type exchange struct {
 	outcome    upstream.Outcome
 	status     int // status for the log when none was written (499)
 	tap        *bodyTap
-	gate       *bodyGate // the current try's request body gate; nil: no body sent
+	gate       *bodyGate         // the current try's request body gate; nil: no body sent
 	cancel     upstream.Canceler // aborts the upstream exchange (idle watchdog)
 	cancelFn   func(error)       // cancel.Cancel, bound once
 	out        upstream.Request
@@ -77,6 +77,9 @@ func (x *exchange) begin(w httpmsg.ResponseWriter, r *httpmsg.Request, l *httpLi
 	if ap := r.RemoteAddr; ap.IsValid() {
 		x.peer = ap.Addr().Unmap()
 		b := x.peer.AppendTo(x.ipBuf[:0])
+		// Lifetime: a view of the exchange's ipBuf, rewritten only by
+		// the next begin; used for matching and the forwarding headers,
+		// whose values are views too (bytesString's rule).
 		x.clientIP = unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	x.trusted = l.trusts(x.peer)

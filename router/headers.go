@@ -9,7 +9,18 @@ import (
 )
 
 // bytesString views b as a string without copying; b must not change
-// while the string is in use (the exchange's buffers live until reset).
+// while the string is in use.
+//
+// Lifetime: it is called only on the exchange's own buffers (x.buf,
+// x.xff, x.target, a redirect scratch), which are rewritten by the next
+// request that uses the pooled exchange, so a view is valid until this
+// exchange's finish. Every consumer is done with it by then, or copies:
+// the response writers serialise or copy a header before WriteHead
+// returns (httpmsg.ResponseWriter), the HTTP/1.1 upstream client writes
+// the head before Do returns, the HTTP/2 upstream client copies the whole
+// head (upstream.stringCopier: its HPACK tables outlive the request), and
+// the logs format synchronously. Never hand such a string to anything that
+// keeps it: a map, a goroutine, an error, a metric label.
 func bytesString(b []byte) string {
 	if len(b) == 0 {
 		return ""

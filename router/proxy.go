@@ -121,6 +121,10 @@ func (x *exchange) buildOutbound() {
 	x.outHdr = appendEndToEnd(x.outHdr[:0], in.Header, true)
 	x.outHdr = x.setForwarded(x.outHdr)
 	x.outHdr = applyHeaders(x.outHdr, x.rt.chain.reqHeader)
+	// Lifetime: Target views x.target, and the other strings view the
+	// client's request (the front end's buffer) or the exchange's own:
+	// all valid until finish; the upstream client copies what it keeps
+	// (bytesString).
 	x.out = upstream.Request{
 		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
 		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
@@ -146,6 +150,8 @@ func (x *exchange) localHost() string {
 // relay sends the upstream's response to the client.
 func (x *exchange) relay() {
 	resp := &x.resp
+	// Lifetime: resp.Header views the upstream connection's read buffer
+	// until the first body read; WriteHead serialises or copies it first.
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
 	x.respHdr = x.sticky(applyHeaders(x.respHdr, x.rt.chain.respHeader))
 	if err := x.w.WriteHead(resp.Status, x.respHdr, resp.ContentLength); err != nil || resp.Body == nil {
@@ -159,16 +165,19 @@ func (x *exchange) relay() {
 	x.wd.arm(g, phaseDownload)
 	err := x.copyBody(resp.Body, stream)
 	x.wd.disarm(g, phaseDownload)
-	resp.Body.Close()
 	if err != nil {
+		resp.Body.Close()
 		x.bodyAborted(err)
 		return
 	}
 	// An HTTP/2 server may send trailers after a body of known length;
-	// a front end that cannot carry them drops them.
+	// a front end that cannot carry them drops them. They are written
+	// before the body is closed: Close gives the upstream connection back
+	// to its pool, and the trailer's strings are valid until then.
 	if resp.ContentLength < 0 || len(resp.Trailer) > 0 {
 		x.w.w.WriteTrailer(resp.Trailer)
 	}
+	resp.Body.Close()
 }
 
 // copyBody copies the response body to the client with a pooled buffer.
@@ -176,6 +185,8 @@ func (x *exchange) relay() {
 // as errClientWrite).
 func (x *exchange) copyBody(body io.Reader, stream bool) error {
 	buf := buffers.Get()
+	// Lifetime: the buffer is only read into and written from here; the
+	// writers copy or send what they are given before Write returns.
 	defer buffers.Put(buf)
 	for {
 		n, rerr := body.Read(buf)
@@ -327,6 +338,9 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 	var le *upstream.LimitError
 	if errors.As(err, &le) {
 		return 503, upstream.Abandoned // the pool is busy, not the server
+	}
+	if errors.Is(err, upstream.ErrBodyPanic) {
+		return 500, upstream.Abandoned // edgeway's own fault, reported where it panicked
 	}
 	var be *upstream.BodyError
 	if errors.As(err, &be) {

@@ -185,6 +185,8 @@ func (l *listenerRedirect) ServeProxy(w httpmsg.ResponseWriter, req *httpmsg.Req
 			w.Write(body)
 		}
 	}
+	// Lifetime: Location viewed s.buf; WriteHead serialised or copied it
+	// before returning, so the scratch can serve the next request.
 	clear(s.hdr)
 	if cap(s.buf) <= 8<<10 { // a rare long URL is not kept
 		l.pool.Put(s)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Defaults of the store-wide settings (conf fills the same ones in).
@@ -394,8 +394,7 @@ func (s *Store) goSafe(what string, fn func()) {
 		defer s.wg.Done()
 		defer func() {
 			if r := recover(); r != nil {
-				s.log.Error("tls: background task panicked", "task", what, "panic", r,
-					"stack", string(debug.Stack()))
+				panics.Report("tls background task", r, slog.String("task", what))
 			}
 		}()
 		fn()

@@ -23,7 +23,7 @@ func (c *conn) respond(req *Request, resp *Response, hasBody bool) {
 			resp.Pre = append([]byte(nil), c.rb.b[c.rb.r:c.rb.w]...)
 		}
 		c.putReadBuf()
-		if !hasBody { // else a body writer may still hold it
+		if !hasBody { // else a body writer may still hold it (then it is left to the GC)
 			c.bw.Reset(nil)
 			writers.Put(c.bw)
 		}

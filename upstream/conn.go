@@ -322,6 +322,10 @@ func (c *conn) detach() {
 	}
 }
 
+// putReadBuf pools the read buffer. Lifetime: the response head's strings
+// view it only until the first body read, and a chunked body's trailer
+// lives in the decoder's own buffer; the exchange using it has ended
+// (release, drop) or handed the connection over (101, Pre copied).
 func (c *conn) putReadBuf() {
 	if c.rb != nil && len(c.rb.b) == readBufSize {
 		readBufs.Put(c.rb)
@@ -350,6 +354,8 @@ func (c *conn) release(reusable, hasBody bool) {
 		return
 	}
 	c.putReadBuf()
+	// Lifetime: the body writer finished (wdone was received above), so
+	// nothing else holds the buffered writer.
 	c.bw.Reset(nil)
 	writers.Put(c.bw)
 	c.bw = nil

@@ -112,7 +112,7 @@ func (t *Transport) Do(addr string, req *Request, resp *Response) error {
 		c, err := hp.get(ctx, req)
 		if err != nil {
 			if bb != nil {
-				bodyBufs.Put(bb)
+				bodyBufs.Put(bb) // no writer was started: it is still Do's
 			}
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/net/http2"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // h2Client keeps the HTTP/2 connections of an h2c pool: per server (and,
@@ -197,7 +199,9 @@ func (h *h2Client) close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	h.each(func(cc *http2.ClientConn) { go cc.Shutdown(context.Background()) })
+	h.each(func(cc *http2.ClientConn) {
+		panics.Go("upstream h2 shutdown", func() { cc.Shutdown(context.Background()) })
+	})
 }
 
 func (h *h2Client) isClosed() bool {

@@ -343,7 +343,8 @@ func (x *h2Exchange) end() {
 		x.res.Body.Close()
 	}
 	if x.cc != nil && x.h.isClosed() {
-		go x.cc.Shutdown(context.Background())
+		cc := x.cc
+		panics.Go("upstream h2 shutdown", func() { cc.Shutdown(context.Background()) })
 	}
 }
 
@@ -399,7 +400,7 @@ func (b *h2ReqBody) Read(p []byte) (n int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			panics.Report("upstream h2 request body", v, slog.String("server", x.addr))
-			n, err = 0, errBodyPanic
+			n, err = 0, ErrBodyPanic
 			x.noteBodyErr(err)
 		}
 	}()

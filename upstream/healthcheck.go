@@ -3,8 +3,10 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/upstream/health"
 )
 
@@ -20,13 +22,14 @@ func (p *Pool) startChecks() {
 	checker := health.New(*hc, health.Options{SendProxy: p.cfg.SendProxy, H2C: p.cfg.Protocol == "h2c"})
 	for _, s := range p.servers {
 		p.checks.Go(func() {
+			defer panics.Recover("health check loop")
 			health.Run(ctx, hc.Interval, hc.Jitter, health.Rand(p.rnd), func(ctx context.Context) {
 				r := health.CheckTimeout(ctx, checker, s.Addr, hc.Timeout)
 				if ctx.Err() == nil { // a check cut short by Close says nothing
 					p.reportCheck(s, r)
 				}
 			}, func(v any) {
-				p.log.Error("health check panicked", "upstream", p.cfg.Name, "server", s.Addr, "panic", v)
+				panics.Report("health check", v, slog.String("upstream", p.cfg.Name), slog.String("server", s.Addr))
 			})
 		})
 	}
@@ -67,7 +70,7 @@ func (p *Pool) reportCheck(s *Server, r health.Result) {
 // tests), at most d.
 func (p *Pool) waitChecks(d time.Duration) bool {
 	done := make(chan struct{})
-	go func() { p.checks.Wait(); close(done) }()
+	panics.Go("health check wait", func() { p.checks.Wait(); close(done) })
 	select {
 	case <-done:
 		return true

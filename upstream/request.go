@@ -12,7 +12,10 @@ import (
 	"github.com/edgeway/edgeway/internal/panics"
 )
 
-var errBodyPanic = errors.New("the request body's reader panicked")
+// ErrBodyPanic fails a request whose body reader panicked on the body
+// writer's goroutine (the panic is reported there): a fault of the proxy,
+// neither the client's nor the server's.
+var ErrBodyPanic = errors.New("the request body's reader panicked")
 
 const bodyBufSize = 32 << 10
 
@@ -73,7 +76,7 @@ func (c *conn) writeBody(body outBody, w *bufio.Writer, bb *bodyBuf) {
 		defer func() {
 			if v := recover(); v != nil {
 				panics.Report("upstream request body writer", v, slog.String("server", c.hp.addr))
-				err = bodyReadError{errBodyPanic}
+				err = bodyReadError{ErrBodyPanic}
 			}
 		}()
 		if body.n > 0 {

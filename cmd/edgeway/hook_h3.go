@@ -14,6 +14,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/h3"
 )
 
@@ -62,6 +63,7 @@ func (a *altSvc) ServeProxy(w httpmsg.ResponseWriter, req *httpmsg.Request) {
 	}
 	aw.ResponseWriter = w
 	a.next.ServeProxy(aw, req)
+	// Lifetime: the handler keeps no writer after it returns (httpmsg).
 	aw.ResponseWriter = nil
 	a.pool.Put(aw)
 }
@@ -121,11 +123,11 @@ func (d *daemon) serveH3() {
 	for name, s := range d.h3 {
 		d.metrics.Register(newQUICCollector(name, s))
 		d.log.Info("listening quic", "listener", name, "addr", s.Addr().String())
-		go func() {
+		panics.Go("quic listener", func() {
 			if err := s.Serve(); err != nil {
 				d.errc <- fmt.Errorf("listener %s (quic): %w", name, err)
 			}
-		}()
+		})
 	}
 }
 
@@ -135,6 +137,7 @@ func (d *daemon) shutdownH3(ctx context.Context) {
 	var wg sync.WaitGroup
 	for name, s := range d.h3 {
 		wg.Go(func() {
+			defer panics.Recover("quic shutdown")
 			if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				d.log.Error("quic shutdown", "listener", name, "err", err)
 			}

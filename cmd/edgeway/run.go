@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/h3"
@@ -35,11 +36,16 @@ func cmdRun(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer logs.close()
+	panics.SetLogger(logs.log)
 	for _, w := range cfg.Warnings {
 		logs.log.Warn("configuration warning", "at", w.String())
 	}
 	engine.ApplyRuntime(cfg.Runtime)
 	d := newDaemon(file, cfg, logs)
+	if err := d.metrics.Register(panics.Collector()); err != nil {
+		logs.log.Error("start failed", "err", err)
+		return 1
+	}
 	// Watch from right after the load, so that an edit made while the
 	// listeners bind is not missed; SIGHUP still works when this fails.
 	ctx, stopWatch := context.WithCancel(context.Background())
@@ -108,11 +114,13 @@ func (d *daemon) watch(ctx context.Context) {
 		return
 	}
 	d.changed = make(chan struct{}, 1)
-	go w.Run(ctx, func() {
-		select {
-		case d.changed <- struct{}{}: // wait() reloads, so reloads never overlap
-		default: // one is already pending
-		}
+	panics.Go("configuration watcher", func() {
+		w.Run(ctx, func() {
+			select {
+			case d.changed <- struct{}{}: // wait() reloads, so reloads never overlap
+			default: // one is already pending
+			}
+		})
 	})
 }
 
@@ -150,7 +158,7 @@ func (d *daemon) start() error {
 		if lc := d.cfg.Listeners[i]; isTLS(lc) || lc.ProxyProtocol != nil {
 			d.metrics.Register(newFrontCollector(lc.Name, s))
 		}
-		go func() { d.errc <- s.Serve() }()
+		panics.Go("listener", func() { d.errc <- s.Serve() })
 	}
 	d.serveH3()
 	if err := d.startACME(); err != nil {
@@ -257,7 +265,11 @@ func (d *daemon) shutdown() int {
 	code := 0
 	done := make(chan error, len(d.servers))
 	for _, s := range d.servers {
-		go func() { done <- s.Shutdown(ctx) }()
+		panics.Go("listener shutdown", func() {
+			err := errShutdownPanicked // what done gets if Shutdown panics
+			defer func() { done <- err }()
+			err = s.Shutdown(ctx)
+		})
 	}
 	d.shutdownH3(ctx)
 	d.stopACME()
@@ -270,3 +282,5 @@ func (d *daemon) shutdown() int {
 	d.log.Info("stopped")
 	return code
 }
+
+var errShutdownPanicked = errors.New("listener shutdown panicked")

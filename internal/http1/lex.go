@@ -68,6 +68,15 @@ func lower(c byte) byte {
 
 // str returns b as a string sharing its bytes: b must not change while
 // the string is in use.
+//
+// Lifetime: a parsed request's strings (method, target, host, fields)
+// view the connection's read buffer, which the front end reuses for the
+// next request once the handler returned (httpmsg's contract: a handler
+// keeps none of them). The router uses them within the exchange; what
+// outlives it is a copy (the HTTP/2 upstream client's head, stdhttp's
+// header map, an upgrade's fields). A response head parsed by the
+// upstream client views that connection's read buffer until its body is
+// first read (upstream.Response).
 func str(b []byte) string {
 	if len(b) == 0 {
 		return ""

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 var (
@@ -31,14 +32,21 @@ var (
 	}, []string{"where"})
 )
 
-// SetLogger makes l the log that panics are reported to.
+// SetLogger makes l the log that panics are reported to (nil:
+// slog.Default).
 func SetLogger(l *slog.Logger) { logger.Store(l) }
 
 // Collector is the edgeway_panics_total counter, for a metrics registry.
 func Collector() prometheus.Collector { return total }
 
-// Counter is the count of panics recovered at where.
-func Counter(where string) prometheus.Counter { return total.WithLabelValues(where) }
+// Count returns how many panics were recovered at where.
+func Count(where string) float64 {
+	var m dto.Metric
+	if err := total.WithLabelValues(where).Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
 
 // Report logs v, a recovered panic value, at ERROR with the stack of the
 // goroutine that panicked, and counts it under where. Call it from the

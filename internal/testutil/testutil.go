@@ -50,7 +50,9 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/edgeway once per test process and returns its path.
+// Binary builds cmd/edgeway once per test process and returns its path;
+// under the race detector the binary has it too, and a process that
+// reports a data race fails its test (see Start).
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -60,7 +62,11 @@ func Binary(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "edgeway")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/edgeway")
+		args := []string{"build", "-o", buildPath}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/edgeway")...)
 		cmd.Dir = ModuleRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
@@ -187,6 +193,9 @@ func Start(t testing.TB, conf string) *Proc {
 	t.Cleanup(func() {
 		p.Cmd.Process.Kill()
 		<-p.done
+		if strings.Contains(p.Log(), "WARNING: DATA RACE") {
+			t.Errorf("edgeway reported a data race")
+		}
 		if t.Failed() {
 			t.Logf("edgeway log:\n%s", p.Log())
 		}

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Accept errors other than a closed listener (EMFILE, ENFILE, ENOBUFS,
@@ -19,6 +22,12 @@ const (
 // kernel's backlog rather than in the process.
 func (e *Engine) acceptLoop(ln *net.TCPListener) {
 	defer e.accepts.Done()
+	defer func() {
+		if v := recover(); v != nil {
+			panics.Report("accept loop", v)
+			e.fail(fmt.Errorf("accept loop panicked: %v", v))
+		}
+	}()
 	var delay time.Duration
 	for e.acquire() {
 		tc, err := ln.AcceptTCP()

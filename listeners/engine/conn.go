@@ -3,10 +3,13 @@ package engine
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Conn is one client connection. It embeds the accepted *net.TCPConn:
@@ -103,7 +106,9 @@ func (c *Conn) serve() {
 	defer func() {
 		e.active.Add(-1)
 		if v := recover(); v != nil {
-			e.log.Error("handler panicked", "remote", c.RemoteAddr().String(), "panic", v)
+			if !panics.IsAbort(v) {
+				panics.Report("connection handler", v, slog.String("remote", c.RemoteAddr().String()))
+			}
 			a = Close
 		}
 		c.after(a)

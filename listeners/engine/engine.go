@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Action is what a Handler wants done with its connection after Serve.
@@ -222,7 +224,7 @@ func (e *Engine) stop() {
 func (e *Engine) fail(err error) {
 	e.errOnce.Do(func() { e.err = fmt.Errorf("engine: %w", err) })
 	e.log.Error("event loop failed; closing the listener", "addr", e.Addr().String(), "err", err)
-	go e.Close()
+	panics.Go("engine close", func() { e.Close() })
 }
 
 // released is called once per closed connection.

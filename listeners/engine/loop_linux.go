@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // A loop is one epoll instance and the goroutine that waits on it. Each
@@ -83,6 +85,15 @@ func (l *loop) start() {
 func (l *loop) run() {
 	defer l.e.loopsWG.Done()
 	defer l.closeFDs()
+	defer func() {
+		// Connections' own work recovers where it runs (handlers, tunnel
+		// pumps); a panic of the loop itself ends this listener, as a
+		// failed epoll_wait does, with its stack in the log.
+		if v := recover(); v != nil {
+			panics.Report("event loop", v)
+			l.e.fail(fmt.Errorf("event loop panicked: %v", v))
+		}
+	}()
 	f, err := l.pollable()
 	if err != nil {
 		l.e.fail(err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // The two directions of a tunnel.
@@ -116,6 +118,7 @@ const inlineBurst = 16 << 10
 // Anything else (more bytes waiting, a full destination) goes on in pump,
 // on its own goroutine, so one busy tunnel never holds the loop up.
 func (t *tunnel) pumpInline(dir uint8, buf []byte) {
+	defer t.recoverPanic()
 	src := t.src(dir)
 	n, err := readOnce(src.raw, buf)
 	switch {
@@ -148,8 +151,10 @@ func (t *tunnel) pumpInline(dir uint8, buf []byte) {
 // finishWrite writes the n bytes in p that the destination did not take
 // at once, then goes on pumping.
 func (t *tunnel) finishWrite(dir uint8, p *pumpBuf, n int) {
+	defer t.recoverPanic()
 	err := t.write(dir, p.buf[:n])
-	pumps.Put(p)
+	pumps.Put(p) // Lifetime: the write is done; nothing else saw p
+
 	if err != nil {
 		t.close()
 		return
@@ -186,12 +191,13 @@ func writeOnce(raw syscall.RawConn, b []byte) (int, error) {
 // pump moves what direction dir's source has now, then parks the source
 // again; it runs on its own goroutine for each readiness event.
 func (t *tunnel) pump(dir uint8) {
+	defer t.recoverPanic()
 	if pp := getPipe(); pp != nil {
 		t.splicePump(dir, pp)
 		return
 	}
 	p := pumps.Get().(*pumpBuf)
-	defer pumps.Put(p)
+	defer pumps.Put(p) // Lifetime: read into and written from here only
 	src := t.src(dir)
 	for {
 		n, err := p.read(src.raw)
@@ -240,6 +246,15 @@ func (t *tunnel) halfClose(dir uint8) {
 	}
 }
 
+// recoverPanic, deferred by everything that moves a tunnel's bytes (on
+// the loop's goroutine or its own), ends only this tunnel on a panic.
+func (t *tunnel) recoverPanic() {
+	if v := recover(); v != nil {
+		panics.Report("tunnel", v)
+		t.close()
+	}
+}
+
 // close closes both sides once.
 func (t *tunnel) close() {
 	if !t.closed.CompareAndSwap(false, true) {
@@ -257,11 +272,12 @@ func (t *tunnel) fallback() {
 	var wg sync.WaitGroup
 	for dir, src := range [2]net.Conn{t.c.Conn, t.up} {
 		wg.Go(func() {
+			defer t.recoverPanic()
 			io.Copy(t.dst(uint8(dir)), src)
 			t.halfClose(uint8(dir))
 		})
 	}
-	go func() { wg.Wait(); t.close() }()
+	panics.Go("tunnel", func() { wg.Wait(); t.close() })
 }
 
 // pumpBuf is the copy buffer of one burst with the state of its

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Config holds the guard's limits. Zero values take the defaults noted.
@@ -214,6 +216,7 @@ func (g *Conn) end(v *Violation) {
 // then closes, so that the GOAWAY is not lost to a reset.
 func (g *Conn) linger() {
 	defer close(g.done)
+	defer panics.Recover("h2 goaway linger")
 	if cw, ok := g.Conn.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}

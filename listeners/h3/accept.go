@@ -6,6 +6,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // listener is the http3.QUICListener the http3.Server serves: the QUIC
@@ -41,13 +43,14 @@ func (s *Server) track(c *quic.Conn) {
 	if sl == nil {
 		return
 	}
-	go func() {
+	sl.conn.Store(c)
+	panics.Go("quic handshake watch", func() {
 		select {
 		case <-c.HandshakeComplete():
 			sl.handshakeDone(true)
 		case <-c.Context().Done():
 		}
-	}()
+	})
 }
 
 // connKey is the context key of a request's *quic.Conn.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/quic-go/quic-go"
 )
@@ -59,11 +60,26 @@ var errTooManyFromSource = errors.New("h3: too many connections from this addres
 type slot struct {
 	s       *Server
 	src     netip.Addr
+	conn    atomic.Pointer[quic.Conn] // set once accepted (track)
 	hsOnce  sync.Once
 	endOnce sync.Once
 }
 
 type slotKey struct{}
+
+// completed reports whether the connection's handshake completed.
+func (sl *slot) completed() bool {
+	c := sl.conn.Load()
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.HandshakeComplete():
+		return true
+	default:
+		return false
+	}
+}
 
 // handshakeDone ends the handshake's count, once.
 func (sl *slot) handshakeDone(ok bool) {
@@ -79,7 +95,9 @@ func (sl *slot) handshakeDone(ok bool) {
 
 func (sl *slot) end() {
 	sl.endOnce.Do(func() {
-		sl.handshakeDone(false)
+		// A connection that completed its handshake and closed before
+		// track's watcher ran (a busy machine) counts as completed.
+		sl.handshakeDone(sl.completed())
 		sl.s.sources.release(sl.src)
 	})
 }

@@ -2,11 +2,10 @@ package http1
 
 import (
 	"errors"
+	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
 
@@ -244,9 +244,8 @@ func (x *exchange) callHandler() (ok bool) {
 		if ok {
 			return
 		}
-		if v := recover(); v != nil && !isAbort(v) {
-			x.s.log.Error("handler panic", "remote", x.remote, "method", x.req.Method,
-				"panic", v, "stack", string(debug.Stack()))
+		if v := recover(); v != nil && !panics.IsAbort(v) {
+			panics.Report("http1 handler", v, slog.String("remote", x.remote.String()), slog.String("method", x.req.Method))
 		}
 	}()
 	x.s.cfg.Handler.ServeProxy(&x.rw, &x.req)
@@ -309,11 +308,4 @@ func (x *exchange) clearDeadline() {
 	if x.dl.Swap(false) {
 		x.c.SetReadDeadline(time.Time{})
 	}
-}
-
-// isAbort reports whether v is the panic value of an intended abort
-// (http.ErrAbortHandler, as httputil.ReverseProxy uses it).
-func isAbort(v any) bool {
-	err, ok := v.(error)
-	return ok && errors.Is(err, http.ErrAbortHandler)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
 
@@ -147,8 +148,8 @@ func (x *exchange) handOver() engine.Action {
 
 func (s *Server) serveH2(pc *preConn) {
 	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("h2c panic", "panic", v)
+		if v := recover(); v != nil && !panics.IsAbort(v) {
+			panics.Report("h2c connection", v)
 		}
 		pc.Close()
 	}()

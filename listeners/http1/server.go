@@ -121,6 +121,9 @@ func (s *Server) Serve(c *engine.Conn) engine.Action {
 	x := s.exchange.Get().(*exchange)
 	act := x.serveConn(c)
 	x.release()
+	// Lifetime: the handler has returned for every request served, and
+	// the router joins the goroutines that read a request body before it
+	// returns, so nothing views the exchange's buffers any more.
 	s.exchange.Put(x)
 	return act
 }

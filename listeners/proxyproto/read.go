@@ -38,6 +38,8 @@ func read(rc syscall.RawConn, max int, seen func([]byte)) (Header, error) {
 		max = DefaultMaxBytes
 	}
 	small := smallBufs.Get().(*[smallBytes]byte)
+	// Lifetime: the Header returned holds addresses (values), nothing
+	// that views the buffer.
 	defer smallBufs.Put(small)
 	buf, pooled := small[:min(max, smallBytes)], true
 	h, n, err := peekHeader(rc, buf, seen)

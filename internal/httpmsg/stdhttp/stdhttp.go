@@ -86,6 +86,10 @@ func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// them can go wrong; the slices are cleared so that the pool does
 	// not keep a finished request's values alive.
 	clear(st.fields)
+	// The writer may be reused: every goroutine that could call it has
+	// stopped (the router detaches its watchdog and closes its body gate
+	// before its handler returns; a tunnel's copiers use the hijacked
+	// connection, not the writer).
 	st.req, st.w = httpmsg.Request{}, writer{}
 	a.pool.Put(st)
 	if aborted {
@@ -262,7 +266,7 @@ func (w *writer) Tunnel(up net.Conn, pre []byte) error {
 		up.Close()
 		return err
 	}
-	go pipe(c, brw.Reader, up)
+	panics.Go("tunnel", func() { pipe(c, brw.Reader, up) })
 	return nil
 }
 
@@ -270,14 +274,14 @@ func (w *writer) Tunnel(up net.Conn, pre []byte) error {
 // both connections close (as httputil.ReverseProxy does).
 func pipe(client net.Conn, cr *bufio.Reader, up net.Conn) {
 	done := make(chan struct{}, 2)
-	go func() {
+	panics.Go("tunnel", func() {
+		defer func() { done <- struct{}{} }()
 		io.Copy(up, cr)
-		done <- struct{}{}
-	}()
-	go func() {
+	})
+	panics.Go("tunnel", func() {
+		defer func() { done <- struct{}{} }()
 		io.Copy(client, up)
-		done <- struct{}{}
-	}()
+	})
 	<-done
 	client.Close()
 	up.Close()
