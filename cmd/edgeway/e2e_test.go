@@ -370,10 +370,12 @@ func TestSIGHUPReload(t *testing.T) {
 
 	// Renaming the bound listener cannot be applied by a reload: it is
 	// refused whole, and the old routes keep serving on the old name.
-	os.WriteFile(file, []byte(routes("a")), 0o644)
+	// The main file goes first: the watcher may reload between the two
+	// writes, and every state it can see then holds the rename.
 	mainFile := filepath.Join(dir, "edgeway.conf")
 	main, _ := os.ReadFile(mainFile)
 	os.WriteFile(mainFile, []byte(strings.Replace(string(main), "listen web ", "listen web2 ", 1)), 0o644)
+	os.WriteFile(file, []byte(routes("a")), 0o644)
 	p.Cmd.Process.Signal(syscall.SIGHUP)
 	p.WaitLog(t, `reload refused.*listener changes need a restart`)
 	if got := get(); !strings.HasPrefix(got, "b ") {
