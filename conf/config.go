@@ -205,7 +205,7 @@ type Log struct {
 }
 
 // Runtime is the `runtime { ... }` block: settings of the Go runtime,
-// applied at start (engine.ApplyRuntime). A zero field leaves its setting
+// applied at start (cmd/edgeway applyRuntime). A zero field leaves its setting
 // as the environment (GOMAXPROCS, GOMEMLIMIT, GOGC) or the runtime's
 // default made it.
 type Runtime struct {

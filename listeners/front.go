@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/alpn"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/http1"
 	"github.com/edgeway/edgeway/listeners/proxyproto"
 	"github.com/edgeway/edgeway/listeners/sniff"
-	"github.com/edgeway/edgeway/routes/rule"
 )
 
 // front is the engine handler of a listener that has a stage before
@@ -38,7 +38,7 @@ type front struct {
 	h1       *http1.Server
 	h2       *h2Front
 	tls      *tls.Config
-	pass     func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error)
+	pass     func(ctx context.Context, h *sniff.Hello, client, local netip.AddrPort) (net.Conn, error)
 	trusted  []netip.Prefix // PROXY protocol peers; nil: no PROXY stage
 	headerTO time.Duration  // PROXY header and plain-text time limit
 	hsTO     time.Duration  // ClientHello and handshake
@@ -82,7 +82,7 @@ func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.
 	}
 	if p.tls {
 		tc := o.TLS.Clone()
-		tc.NextProtos = append(p.alpn(), ACMEALPN)
+		tc.NextProtos = append(p.alpn(), alpn.ACME)
 		f.tls = tc
 	}
 	return f
@@ -161,9 +161,8 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 		return engine.Close
 	}
 	if f.pass != nil && !isACMEHello(hello.ALPN) {
-		th := rule.TCPHello{SNI: hello.SNI, ALPN: hello.ALPN, ClientIP: remote.Addr()}
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(f.hsTO))
-		up, err := f.pass(ctx, &th, remote, addrPort(nc.LocalAddr()))
+		up, err := f.pass(ctx, &hello, remote, addrPort(nc.LocalAddr()))
 		cancel()
 		switch {
 		case err == nil:
@@ -187,7 +186,7 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	c.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
 	switch {
-	case st.NegotiatedProtocol == ACMEALPN:
+	case st.NegotiatedProtocol == alpn.ACME:
 		// A TLS-ALPN-01 validation: the handshake (with the challenge
 		// certificate the store gave for it) was the answer.
 		tc.Close()
@@ -223,13 +222,8 @@ func (f *front) plainOnTLS(c *engine.Conn) {
 	c.Write([]byte("HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 }
 
-// ACMEALPN is the ALPN protocol of ACME's TLS-ALPN-01 validation (RFC
-// 8737). A ClientHello offering only it is never passed through: the
-// store answers it with a challenge certificate and the connection ends
-// after the handshake.
-const ACMEALPN = "acme-tls/1"
-
-func isACMEHello(alpn []string) bool { return len(alpn) == 1 && alpn[0] == ACMEALPN }
+// isACMEHello reports a hello that offers only the TLS-ALPN-01 protocol.
+func isACMEHello(protos []string) bool { return len(protos) == 1 && protos[0] == alpn.ACME }
 
 // proxiedConn is a client connection whose addresses come from its PROXY
 // protocol header.

@@ -25,7 +25,7 @@ import (
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/http1"
-	"github.com/edgeway/edgeway/routes/rule"
+	"github.com/edgeway/edgeway/listeners/sniff"
 )
 
 // Defaults applied by Listen to zero fields of a conf.Listener (conf.Load
@@ -58,8 +58,9 @@ type Options struct {
 	// included) is then copied both ways; ErrNoRoute means "terminate
 	// here". Any other error closes the client connection. client and
 	// local are the connection's addresses (from its PROXY header when the
-	// listener reads one).
-	Passthrough func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error)
+	// listener reads one). The listener knows no routes: what a tcp route
+	// matches on is built from h by the caller.
+	Passthrough func(ctx context.Context, h *sniff.Hello, client, local netip.AddrPort) (net.Conn, error)
 }
 
 // ErrNoRoute is what Options.Passthrough returns when no tcp route claims
@@ -109,7 +110,7 @@ func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Option
 		s.front = newFront(cfg, p, s, o, log)
 		eh = s.front
 	}
-	eng, err := engine.Listen(engine.ConfigFrom(cfg), eh, log)
+	eng, err := engine.Listen(engineConfig(cfg), eh, log)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/testutil"
-	"github.com/edgeway/edgeway/routes/rule"
+	"github.com/edgeway/edgeway/listeners/sniff"
 )
 
 // tlsEnv is a TLS listener that terminates site.test and passes
@@ -69,7 +69,7 @@ func startTLS(t *testing.T, cfg conf.Listener) *tlsEnv {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	o := Options{
 		TLS: &tls.Config{Certificates: []tls.Certificate{site}},
-		Passthrough: func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error) {
+		Passthrough: func(ctx context.Context, h *sniff.Hello, client, local netip.AddrPort) (net.Conn, error) {
 			if h.SNI != "pass.test" {
 				return nil, ErrNoRoute
 			}
@@ -281,7 +281,7 @@ func TestTLSPassthroughHalfClose(t *testing.T) {
 	cfg.Protocols = []string{"tls", "http1"}
 	s, err := ListenWith(cfg, clientInfo(), slog.New(slog.DiscardHandler), Options{
 		TLS: &tls.Config{Certificates: []tls.Certificate{ca.TLSCert(t, testutil.IssueOptions{}, "other.test")}},
-		Passthrough: func(ctx context.Context, h *rule.TCPHello, _, _ netip.AddrPort) (net.Conn, error) {
+		Passthrough: func(ctx context.Context, h *sniff.Hello, _, _ netip.AddrPort) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
 		},
 	})

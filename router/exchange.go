@@ -14,9 +14,20 @@ import (
 
 // exchange is the state of one request. Exchanges are pooled, and so is
 // every slice they fill, so a typical proxied request allocates nothing in
-// the router.
+// the router. What lives across requests (the router, the watchdog with
+// its timer, the canceler and its bound method) is here; everything else
+// is in the embedded requestState, which reset zeroes whole, keeping only
+// the buffers: a field added there cannot be forgotten by reset.
 type exchange struct {
-	r     *Router
+	r        *Router
+	wd       watchdog
+	cancel   upstream.Canceler // aborts the upstream exchange (idle watchdog)
+	cancelFn func(error)       // cancel.Cancel, bound once
+	requestState
+}
+
+// requestState is what one request sets; see exchange.
+type requestState struct {
 	l     *httpListener
 	in    *httpmsg.Request
 	start time.Time
@@ -49,26 +60,42 @@ type exchange struct {
 	outcome    upstream.Outcome
 	status     int // status for the log when none was written (499)
 	tap        *bodyTap
-	gate       *bodyGate         // the current try's request body gate; nil: no body sent
-	cancel     upstream.Canceler // aborts the upstream exchange (idle watchdog)
-	cancelFn   func(error)       // cancel.Cancel, bound once
+	gate       *bodyGate // the current try's request body gate; nil: no body sent
 	out        upstream.Request
 	resp       upstream.Response
 	outHdr     httpmsg.Header // outbound request fields, reused
 	respHdr    httpmsg.Header // response fields sent to the client, reused
-	wd         watchdog
-	buf        []byte // Forwarded value, redirect target
-	xff        []byte // X-Forwarded-For value
-	target     []byte // outbound request target
+	buf        []byte         // Forwarded value, redirect target
+	xff        []byte         // X-Forwarded-For value
+	target     []byte         // outbound request target
 }
 
+// maxKeptBody is the largest retry body buffer a pooled exchange keeps.
+const maxKeptBody = 8 << 10
+
 func newExchange(r *Router) *exchange {
-	x := &exchange{r: r, buf: make([]byte, 0, 256), xff: make([]byte, 0, 64), target: make([]byte, 0, 256),
-		outHdr: make(httpmsg.Header, 0, 32), respHdr: make(httpmsg.Header, 0, 32), tried: make([]*upstream.Server, 0, 4)}
+	x := &exchange{r: r}
 	x.cancelFn = x.cancel.Cancel
-	x.rtIndex, x.errKind = -1, -1
 	x.wd.init()
+	x.freshState(make([]byte, 0, 256), make([]byte, 0, 64), make([]byte, 0, 256),
+		make(httpmsg.Header, 0, 32), make(httpmsg.Header, 0, 32), make([]*upstream.Server, 0, 4), nil)
 	return x
+}
+
+// freshState makes s a new request's state over the given buffers,
+// emptied. s is zeroed in place first (cheaper than building a value and
+// copying it: the state is over a kilobyte).
+func (s *requestState) freshState(buf, xff, target []byte, outHdr, respHdr httpmsg.Header, tried []*upstream.Server, bodyBuf []byte) {
+	clear(outHdr)
+	clear(respHdr)
+	clear(tried)
+	if cap(bodyBuf) > maxKeptBody {
+		bodyBuf = nil // pooled exchanges keep small ones only
+	}
+	*s = requestState{}
+	s.rtIndex, s.errKind, s.outcome = -1, -1, upstream.Success
+	s.buf, s.xff, s.target = buf[:0], xff[:0], target[:0]
+	s.outHdr, s.respHdr, s.tried, s.bodyBuf = outHdr[:0], respHdr[:0], tried[:0], bodyBuf
 }
 
 func (x *exchange) begin(w httpmsg.ResponseWriter, r *httpmsg.Request, l *httpListener) {
@@ -159,25 +186,10 @@ func isAbsoluteForm(t string) bool {
 	return len(t) > 7 && (strings.EqualFold(t[:7], "http://") || (len(t) > 8 && strings.EqualFold(t[:8], "https://")))
 }
 
-// reset clears the exchange for reuse.
+// reset readies the exchange for the next request: a zeroed state that
+// keeps only the (emptied) buffers.
 func (x *exchange) reset() {
-	x.l, x.in, x.w, x.view = nil, nil, respWriter{}, rule.HTTPRequest{}
-	x.peer, x.clientIP, x.trusted = netip.Addr{}, "", false
-	x.realIP[0], x.hdr, x.fields = "", matchHeader{}, fieldGetter{}
-	x.origPath, x.reqPath, x.path, x.query = "", "", "", ""
-	x.rt, x.server, x.outcome, x.status = nil, nil, upstream.Success, 0
-	x.rtIndex, x.errKind = -1, -1
-	clear(x.tried)
-	x.tried, x.retrying, x.serverDone = x.tried[:0], false, false
-	x.kept = nil
-	if cap(x.bodyBuf) > 8<<10 {
-		x.bodyBuf = nil // pooled exchanges keep small ones only
-	}
-	x.tap, x.gate, x.out, x.resp = nil, nil, upstream.Request{}, upstream.Response{}
-	clear(x.outHdr)
-	clear(x.respHdr)
-	x.outHdr, x.respHdr = x.outHdr[:0], x.respHdr[:0]
-	x.buf, x.xff, x.target = x.buf[:0], x.xff[:0], x.target[:0]
+	x.freshState(x.buf, x.xff, x.target, x.outHdr, x.respHdr, x.tried, x.bodyBuf)
 }
 
 // fieldGetter is rule.HeaderGetter over a field list: matchers look up

@@ -6,10 +6,9 @@ import (
 	"maps"
 	"sync"
 	"time"
-)
 
-// ACMEALPN is the ALPN protocol of the TLS-ALPN-01 challenge (RFC 8737).
-const ACMEALPN = "acme-tls/1"
+	"github.com/edgeway/edgeway/internal/alpn"
+)
 
 // ErrNoChallenge is returned by GetCertificate for a ClientHello that
 // offers only acme-tls/1 for a name without a pending challenge: such a
@@ -83,7 +82,7 @@ func (s *Store) RenewalStatuses() map[string]RenewalStatus {
 // isACMEHello reports whether a ClientHello is a TLS-ALPN-01 validation:
 // it offers acme-tls/1 and nothing else.
 func isACMEHello(hello *tls.ClientHelloInfo) bool {
-	return len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == ACMEALPN
+	return len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == alpn.ACME
 }
 
 func (s *Store) challengeCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {

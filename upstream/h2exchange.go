@@ -70,7 +70,7 @@ func (h *h2Client) do(addr string, req *Request, resp *Response) error {
 						err = errInformationalPanic
 					}
 				}()
-				return req.OnInformational(code, toFields(http.Header(h)))
+				return req.OnInformational(code, httpmsg.AppendMap(nil, http.Header(h)))
 			},
 		})
 	}
@@ -307,7 +307,7 @@ func (x *h2Exchange) failure(err error) error {
 // respond fills resp from the response head.
 func (x *h2Exchange) respond() {
 	res := x.res
-	*x.resp = Response{Status: res.StatusCode, Header: toFields(res.Header), ContentLength: res.ContentLength}
+	*x.resp = Response{Status: res.StatusCode, Header: httpmsg.AppendMap(nil, res.Header), ContentLength: res.ContentLength}
 	head := x.hr.Method == "HEAD"
 	if head || res.StatusCode == 204 || res.StatusCode == 304 || res.ContentLength == 0 {
 		if !head || res.ContentLength < 0 {
@@ -362,7 +362,7 @@ func (b *h2RespBody) Read(p []byte) (int, error) {
 	n, err := b.x.res.Body.Read(p)
 	switch {
 	case err == io.EOF:
-		b.x.resp.Trailer = toFields(b.x.res.Trailer)
+		b.x.resp.Trailer = httpmsg.AppendMap(nil, b.x.res.Trailer)
 	case err != nil:
 		err = b.x.failure(err)
 	}
@@ -438,17 +438,3 @@ func (x *h2Exchange) noteBodyErr(err error) {
 
 // Close does nothing: the body is the client's, its front end closes it.
 func (b *h2ReqBody) Close() error { return nil }
-
-// toFields copies a header map into a field list.
-func toFields(m http.Header) httpmsg.Header {
-	if len(m) == 0 {
-		return nil
-	}
-	h := make(httpmsg.Header, 0, len(m))
-	for k, vv := range m {
-		for _, v := range vv {
-			h = append(h, httpmsg.Field{Name: k, Value: v})
-		}
-	}
-	return h
-}

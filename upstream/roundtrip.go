@@ -78,7 +78,7 @@ func outbound(req *http.Request) (*Request, error) {
 			out.ContentLength = -1
 		}
 		if len(req.Trailer) > 0 {
-			out.Trailer = func() httpmsg.Header { return fields(req.Trailer) }
+			out.Trailer = func() httpmsg.Header { return httpmsg.AppendMap(nil, req.Trailer) }
 		}
 	}
 	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
@@ -87,16 +87,6 @@ func outbound(req *http.Request) (*Request, error) {
 		}
 	}
 	return out, nil
-}
-
-func fields(m http.Header) httpmsg.Header {
-	var h httpmsg.Header
-	for k, vv := range m {
-		for _, v := range vv {
-			h = append(h, httpmsg.Field{Name: k, Value: v})
-		}
-	}
-	return h
 }
 
 // headerMap copies h into a header map; the strings are cloned, since

@@ -16,7 +16,6 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners"
-	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/h3"
 	"github.com/edgeway/edgeway/router"
 	edgetls "github.com/edgeway/edgeway/tls"
@@ -40,7 +39,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		logs.log.Warn("configuration warning", "at", w.String())
 	}
-	engine.ApplyRuntime(cfg.Runtime)
+	applyRuntime(cfg.Runtime)
 	d := newDaemon(file, cfg, logs)
 	if err := d.metrics.Register(panics.Collector()); err != nil {
 		logs.log.Error("start failed", "err", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/listeners"
+	"github.com/edgeway/edgeway/listeners/sniff"
 	"github.com/edgeway/edgeway/router"
 	"github.com/edgeway/edgeway/routes/rule"
 	edgetls "github.com/edgeway/edgeway/tls"
@@ -70,11 +71,12 @@ func (d *daemon) listen(lc conf.Listener) (*listeners.Server, error) {
 
 // passthrough returns the listener's hook for tcp routes: a ClientHello a
 // tcp route claims is sent on, raw, to a server of the route's pool.
-func (d *daemon) passthrough(listener string) func(context.Context, *rule.TCPHello, netip.AddrPort, netip.AddrPort) (net.Conn, error) {
-	return func(ctx context.Context, h *rule.TCPHello, client, local netip.AddrPort) (net.Conn, error) {
+func (d *daemon) passthrough(listener string) func(context.Context, *sniff.Hello, netip.AddrPort, netip.AddrPort) (net.Conn, error) {
+	return func(ctx context.Context, hello *sniff.Hello, client, local netip.AddrPort) (net.Conn, error) {
 		if !d.router.Snapshot().HasTCPRoutes(listener) {
 			return nil, listeners.ErrNoRoute
 		}
+		h := &rule.TCPHello{SNI: hello.SNI, ALPN: hello.ALPN, ClientIP: client.Addr()}
 		c, err := d.router.DialTCP(ctx, listener, h, client, local)
 		if errors.Is(err, router.ErrNoTCPRoute) {
 			return nil, listeners.ErrNoRoute

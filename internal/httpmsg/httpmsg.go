@@ -59,6 +59,21 @@ func (h Header) Del(name string) Header {
 	return out
 }
 
+// AppendMap appends the fields of a header map (an http.Header) to h, in
+// the map's order: a name's values keep theirs. The strings are shared,
+// not copied.
+func AppendMap(h Header, m map[string][]string) Header {
+	if h == nil && len(m) > 0 {
+		h = make(Header, 0, len(m))
+	}
+	for k, vv := range m {
+		for _, v := range vv {
+			h = append(h, Field{Name: k, Value: v})
+		}
+	}
+	return h
+}
+
 // Set replaces every field called name by one with value.
 func (h Header) Set(name, value string) Header {
 	return append(h.Del(name), Field{Name: name, Value: value})

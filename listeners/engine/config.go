@@ -3,8 +3,6 @@ package engine
 import (
 	"runtime"
 	"time"
-
-	"github.com/edgeway/edgeway/conf"
 )
 
 // Config is the engine's part of a listener's configuration. The zero
@@ -71,27 +69,6 @@ const DefaultTunnelWriteTimeout = time.Minute
 // maxLoops caps the default number of epoll loops: one loop goroutine
 // easily keeps up with a few hundred thousand wake-ups a second.
 const maxLoops = 4
-
-// ConfigFrom returns the engine settings of a listen block.
-func ConfigFrom(l conf.Listener) Config {
-	return Config{
-		Addr:              l.Addr,
-		Backlog:           l.Backlog,
-		ReusePort:         l.ReusePort,
-		AcceptLoops:       l.AcceptLoops,
-		NoDelay:           l.NoDelay,
-		MaxConns:          l.MaxConns,
-		IdleTimeout:       l.IdleTimeout,
-		DeferAccept:       l.DeferAccept,
-		FastOpen:          l.FastOpen,
-		KeepAlive:         l.KeepAlive,
-		KeepAliveIdle:     l.KeepAliveIdle,
-		KeepAliveInterval: l.KeepAliveInterval,
-		KeepAliveCount:    l.KeepAliveCount,
-		RecvBuffer:        l.RecvBuffer,
-		SendBuffer:        l.SendBuffer,
-	}
-}
 
 // acceptLoops is the number of listening sockets to open.
 func (c *Config) acceptLoops() int {

@@ -51,7 +51,7 @@
 // # Socket settings
 //
 // Each comes from the listen block (conf.Listener documents defaults and
-// limits): backlog (re-listen(2) on the bound socket), SO_REUSEPORT with
+// limits; listeners maps it to Config): backlog (re-listen(2) on the bound socket), SO_REUSEPORT with
 // one socket and accept goroutine per GOMAXPROCS or AcceptLoops,
 // TCP_NODELAY (default on), TCP_DEFER_ACCEPT (default 1s: a connection is
 // handed over when its first bytes arrive; HTTP, TLS and PROXY clients

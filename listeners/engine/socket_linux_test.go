@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/edgeway/edgeway/conf"
 )
 
 // getsockopt reads integer options of a socket.
@@ -54,7 +52,9 @@ func acceptedConn(t *testing.T, cfg Config) (*Engine, *net.TCPConn) {
 
 func TestSocketOptionsDefaults(t *testing.T) {
 	t.Parallel()
-	cfg := ConfigFrom(conf.DefaultListener("web", "127.0.0.1:0"))
+	// A listen block's defaults (conf.DefaultListener).
+	cfg := Config{Addr: "127.0.0.1:0", NoDelay: true, IdleTimeout: time.Minute, DeferAccept: time.Second,
+		KeepAlive: true, KeepAliveIdle: time.Minute, KeepAliveInterval: 15 * time.Second, KeepAliveCount: 4}
 	cfg.RecvBuffer, cfg.SendBuffer = 64<<10, 128<<10
 	e, c := acceptedConn(t, cfg)
 	got := getsockopt(t, c, map[string][2]int{

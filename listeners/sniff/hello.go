@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/edgeway/edgeway/internal/alpn"
 )
 
 // Hello is what a ClientHello says about where the client wants to go.
@@ -172,8 +174,8 @@ func protocolName(p []byte) string {
 		return "http/1.1"
 	case "h3":
 		return "h3"
-	case "acme-tls/1":
-		return "acme-tls/1"
+	case alpn.ACME:
+		return alpn.ACME
 	case "http/1.0":
 		return "http/1.0"
 	}

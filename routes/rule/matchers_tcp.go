@@ -3,6 +3,8 @@ package rule
 import (
 	"slices"
 	"strings"
+
+	"github.com/edgeway/edgeway/internal/alpn"
 )
 
 // The TCP matchers of §6.
@@ -52,14 +54,12 @@ func buildHostSNIRegexp(p *parser, a []arg) (tcpFn, *Error) {
 	return func(c *TCPHello) bool { return re.match(c.SNI) }, nil
 }
 
-// acmeTLS1 is the TLS-ALPN-01 protocol (RFC 8737); those connections belong
-// to the ACME responder, never to a route.
-const acmeTLS1 = "acme-tls/1"
-
+// buildALPN refuses alpn.ACME, the TLS-ALPN-01 protocol (RFC 8737): those
+// connections belong to the ACME responder, never to a route.
 func buildALPN(_ *parser, a []arg) (tcpFn, *Error) {
 	p := a[0].val
-	if p == acmeTLS1 {
-		return nil, &Error{Offset: a[0].off, Msg: `ALPN value "acme-tls/1" is reserved for ACME TLS-ALPN-01 challenges`}
+	if p == alpn.ACME {
+		return nil, &Error{Offset: a[0].off, Msg: `ALPN value "` + alpn.ACME + `" is reserved for ACME TLS-ALPN-01 challenges`}
 	}
 	return func(c *TCPHello) bool { return slices.Contains(c.ALPN, p) }, nil
 }

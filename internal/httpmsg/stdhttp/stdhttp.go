@@ -116,11 +116,7 @@ func (a *adapter) serve(st *state) {
 
 // fill sets req from r, with its fields appended to fields.
 func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
-	for k, vv := range r.Header {
-		for _, v := range vv {
-			fields = append(fields, httpmsg.Field{Name: k, Value: v})
-		}
-	}
+	fields = httpmsg.AppendMap(fields, r.Header)
 	target := r.RequestURI
 	if target == "" {
 		target = r.URL.RequestURI()
@@ -137,7 +133,7 @@ func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
 		req.Body = r.Body
 	}
 	if r.Trailer != nil {
-		req.Trailer = func() httpmsg.Header { return fromMap(r.Trailer) }
+		req.Trailer = func() httpmsg.Header { return httpmsg.AppendMap(nil, r.Trailer) }
 	}
 	req.RemoteAddr, _ = netip.ParseAddrPort(r.RemoteAddr)
 	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
@@ -146,16 +142,6 @@ func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
 	case *net.UDPAddr: // HTTP/3
 		req.LocalAddr = a.AddrPort()
 	}
-}
-
-func fromMap(m http.Header) httpmsg.Header {
-	var h httpmsg.Header
-	for k, vv := range m {
-		for _, v := range vv {
-			h = append(h, httpmsg.Field{Name: k, Value: v})
-		}
-	}
-	return h
 }
 
 // writer is httpmsg.ResponseWriter over an http.ResponseWriter.

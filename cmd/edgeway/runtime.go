@@ -1,4 +1,4 @@
-package engine
+package main
 
 import (
 	"os"
@@ -8,13 +8,13 @@ import (
 	"github.com/edgeway/edgeway/conf"
 )
 
-// ApplyRuntime applies the main file's runtime settings to the process.
+// applyRuntime applies the main file's runtime settings to the process.
 // A zero field leaves its setting as the environment (GOMAXPROCS,
 // GOMEMLIMIT, GOGC) or the runtime's default made it. GOMAXPROCS 0 (auto)
 // goes back to the runtime's default (from the CPU count and the cgroup
 // CPU quota, kept up to date by Go 1.25+) unless the GOMAXPROCS variable
 // is set.
-func ApplyRuntime(r conf.Runtime) {
+func applyRuntime(r conf.Runtime) {
 	switch {
 	case r.GOMAXPROCS > 0:
 		runtime.GOMAXPROCS(r.GOMAXPROCS)
