@@ -62,8 +62,9 @@ var upstreamTable = table[*Upstream]{
 	},
 }
 
-// maxWeight bounds a server's weight, so sums of weights cannot overflow.
-const maxWeight = 1 << 20
+// MaxWeight bounds a server's weight, in the files and through the admin
+// API alike, so sums of weights cannot overflow.
+const MaxWeight = 1 << 20
 
 func server(b *builder, u *Upstream, d *routes.Directive) {
 	a := d.Args[0]
@@ -92,8 +93,8 @@ func (b *builder) weight(a routes.Arg, dst *int) bool {
 	switch {
 	case err != nil:
 		b.errorf(a.Pos, "weight: %v", err)
-	case w < 0 || w > maxWeight:
-		b.errorf(a.Pos, "weight: %d is out of range (expected 0 to %d)", w, maxWeight)
+	case w < 0 || w > MaxWeight:
+		b.errorf(a.Pos, "weight: %d is out of range (expected 0 to %d)", w, MaxWeight)
 	default:
 		*dst = w
 		return true

@@ -11,7 +11,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
+	"github.com/edgeway/edgeway/internal/stdhttp"
 	"github.com/edgeway/edgeway/listeners/h2guard"
 )
 

@@ -6,7 +6,7 @@
 // parses the request in place and hands edgeway's own request type to the
 // router. A connection that opens with the HTTP/2 preface is handed to
 // golang.org/x/net/http2, whose requests reach the same router through
-// the net/http adapter (internal/httpmsg/stdhttp). The tradeoff: an h2c
+// the net/http adapter (internal/stdhttp). The tradeoff: an h2c
 // connection keeps its goroutines (x/net/http2 is goroutine-bound), so
 // only HTTP/1 connections get the parked cost.
 package listeners

@@ -12,7 +12,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
+	"github.com/edgeway/edgeway/internal/stdhttp"
 )
 
 // TestRedirectHTTPSRoute serves a route with redirect_https over plain

@@ -12,8 +12,8 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
 	"github.com/edgeway/edgeway/internal/panics"
+	"github.com/edgeway/edgeway/internal/stdhttp"
 	"github.com/edgeway/edgeway/upstream"
 )
 

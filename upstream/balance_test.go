@@ -246,9 +246,9 @@ func TestSetSyncKeepsStateAndOverrides(t *testing.T) {
 	if err := p2.SetOverride("z:1", Override{}); err == nil {
 		t.Error("override of an unknown server accepted")
 	}
-	big := 1001
+	big := MaxOverrideWeight + 1
 	if err := p2.SetOverride("a:1", Override{Weight: &big}); err == nil {
-		t.Error("weight 1001 accepted")
+		t.Errorf("weight %d accepted", big)
 	}
 	dropped := s.Sync([]conf.Upstream{poolConf("a:1")})["u"]
 	if stateOf(dropped, "a:1").Requests != 0 && dropped.Server("b:1") != nil {

@@ -16,8 +16,9 @@ var ErrUnknownServer = errors.New("no such server")
 // range.
 var ErrBadOverride = errors.New("invalid override")
 
-// MaxOverrideWeight bounds a runtime weight.
-const MaxOverrideWeight = 1000
+// MaxOverrideWeight bounds a runtime weight: the configuration's bound,
+// so that a weight the files accept is accepted through the admin API too.
+const MaxOverrideWeight = conf.MaxWeight
 
 // Override changes a server at run time, as the admin API's PATCH does. A
 // nil field leaves that override as it is; a Clear field removes it (the
@@ -49,6 +50,8 @@ func (p *Pool) SetOverride(addr string, o Override) error {
 			p.cfg.Name, addr, *o.Weight, MaxOverrideWeight, ErrBadOverride)
 	}
 	st, now := s.State, p.now()
+	// Lock order (ServerState.mu): the state's mu is let go of before
+	// Pool.mu is taken for the Maglev table below.
 	st.mu.Lock()
 	m := &st.m
 	reason := o.apply(m)

@@ -30,7 +30,7 @@ var _ balance.Servers = (*Pool)(nil)
 // wrapping ErrNoServer when none can; the caller must call Done on the
 // returned server. req may be nil for policies that do not read it.
 func (p *Pool) Pick(req *httpmsg.Request, tried []*Server) (*Server, error) {
-	p.mu.Lock()
+	p.mu.Lock() // lock order: see ServerState.mu; only the states' atomics are read here
 	p.pk = pick{tried: tried}
 	p.refresh()
 	i := -1

@@ -77,8 +77,13 @@ type ServerState struct {
 	entered   [numStates]atomic.Uint64 // transitions into each state
 
 	group *group
-	mu    sync.Mutex // guards m
-	m     machine
+	// mu guards m. Lock order in package upstream, outermost first:
+	// Set.mu, then group.ejectMu (outlier.go), then Pool.mu (pick.go,
+	// status.go), then ServerState.mu; a ServerState's atomics are read
+	// without a lock (Pick). Nothing takes Pool.mu or ejectMu while it
+	// holds a ServerState's mu (SetOverride lets go of it first).
+	mu sync.Mutex
+	m  machine
 }
 
 // tri is an override switch: unset, on or off.

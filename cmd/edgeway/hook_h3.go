@@ -5,107 +5,48 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/alpn"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/internal/httpmsg/stdhttp"
 	"github.com/edgeway/edgeway/internal/panics"
+	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/listeners/h3"
 )
 
-// HTTP/3 hooks (the QUIC listener's wiring): a TLS listener whose
-// protocols include h3 gets a QUIC listener on the same port number over
-// UDP, serving the same handler through the same net/http adapter as
-// HTTP/2; its TCP responses advertise it with Alt-Svc.
-
-func servesH3(lc conf.Listener) bool { return isTLS(lc) && slices.Contains(lc.Protocols, "h3") }
+// HTTP/3 hooks: listeners binds a TLS listener's QUIC side
+// (listeners.ListenQUIC); the daemon keeps the servers, serves and shuts
+// them down with the TCP ones, and exports their counts.
 
 // h3Wrap wraps the handler of TCP listener lc (Alt-Svc on responses when
 // the listener also serves HTTP/3).
 func (d *daemon) h3Wrap(lc conf.Listener, h httpmsg.Handler) httpmsg.Handler {
-	if !servesH3(lc) || lc.QUIC.AltSvcOff {
-		return h
-	}
 	s := d.h3[lc.Name]
-	if s == nil {
+	if !listeners.ServesH3(lc) || s == nil {
 		return h
 	}
-	port := s.Addr().(*net.UDPAddr).Port
-	return &altSvc{next: h, value: altSvcValue(port, int64(lc.QUIC.AltSvcMaxAge.Seconds()))}
-}
-
-// altSvcValue is the Alt-Svc field value (RFC 7838): h3=":PORT"; ma=SECONDS.
-func altSvcValue(port int, maxAge int64) string {
-	return `h3=":` + strconv.Itoa(port) + `"; ma=` + strconv.FormatInt(maxAge, 10)
-}
-
-// altSvc adds Alt-Svc to final responses that do not carry one.
-type altSvc struct {
-	next  httpmsg.Handler
-	value string
-	pool  sync.Pool // *altSvcWriter
-}
-
-type altSvcWriter struct {
-	httpmsg.ResponseWriter
-	value string
-}
-
-func (a *altSvc) ServeProxy(w httpmsg.ResponseWriter, req *httpmsg.Request) {
-	aw, _ := a.pool.Get().(*altSvcWriter)
-	if aw == nil {
-		aw = &altSvcWriter{value: a.value}
-	}
-	aw.ResponseWriter = w
-	a.next.ServeProxy(aw, req)
-	// Lifetime: the handler keeps no writer after it returns (httpmsg).
-	aw.ResponseWriter = nil
-	a.pool.Put(aw)
-}
-
-func (w *altSvcWriter) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
-	if status >= 200 && !h.Has("Alt-Svc") {
-		h = append(h, httpmsg.Field{Name: "Alt-Svc", Value: w.value})
-	}
-	return w.ResponseWriter.WriteHead(status, h, bodyLen)
+	return listeners.WithAltSvc(lc, h, s.Addr().(*net.UDPAddr).Port)
 }
 
 // bindH3 binds the QUIC listener of lc when its protocols include h3;
 // serveH3 serves it once every listener is bound.
 func (d *daemon) bindH3(lc conf.Listener, h httpmsg.Handler) error {
-	if !servesH3(lc) {
+	if !listeners.ServesH3(lc) {
 		return nil
 	}
 	if d.store == nil {
 		return errors.New("a TLS listener needs a tls block with certificates")
 	}
-	tc, err := d.store.ServerConfig(lc.TLS, []string{"h3"})
+	tc, err := d.store.ServerConfig(lc.TLS, []string{alpn.H3})
 	if err != nil {
 		return err
 	}
-	q := lc.QUIC
-	s, err := h3.Listen(h3.Options{
-		Addr:               lc.Addr,
-		Handler:            stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lc.H2.StreamStallTimeout}),
-		TLS:                tc,
-		IdleTimeout:        q.IdleTimeout,
-		MaxIncomingStreams: int64(q.MaxIncomingStreams),
-		StreamWindow:       uint64(q.StreamWindow),
-		ConnectionWindow:   uint64(q.ConnectionWindow),
-		Allow0RTT:          q.Allow0RTT,
-		RecvBuffer:         q.UDPRecvBuffer,
-		SendBuffer:         q.UDPSendBuffer,
-		MaxConnsPerSource:  q.MaxConnsPerSource,
-		MaxHeaderBytes:     lc.MaxHeaderBytes,
-		Log:                d.log.With("listener", lc.Name),
-	})
+	s, err := listeners.ListenQUIC(lc, tc, h, d.log)
 	if err != nil {
-		return fmt.Errorf("quic: %w", err)
+		return err
 	}
 	for _, w := range s.Warnings {
 		d.log.Warn("quic socket buffer", "listener", lc.Name, "warning", w)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/edgeway/edgeway/admin"
@@ -77,8 +78,13 @@ func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
 	if err := listenersChanged(d.bound, cfg.Listeners); err != nil {
 		return nil, reloadErrors(err)
 	}
-	if !sameSockets(d.bound, cfg.Listeners) {
-		d.log.Warn("listener settings changed (timeouts, limits, socket options, TLS, PROXY protocol, HTTP/2); they take effect on restart, routes and certificates are reloaded now")
+	for i, b := range d.bound {
+		// Live settings are the router's and apply with it; the others
+		// are fixed while the listener stays bound.
+		if changed := conf.ChangedSettings(b, cfg.Listeners[i], conf.Restart); len(changed) > 0 {
+			d.log.Warn("listener settings changed; they take effect on restart, routes and certificates are reloaded now",
+				"listener", b.Name, "settings", strings.Join(changed, " "))
+		}
 	}
 	if !reflect.DeepEqual(adminSettings(d.cfg.Admin), adminSettings(cfg.Admin)) || d.cfg.Log != cfg.Log {
 		d.log.Warn("admin or log settings changed; they take effect on restart, routes are reloaded now")
@@ -139,42 +145,4 @@ func listenersChanged(bound, next []conf.Listener) error {
 		}
 	}
 	return nil
-}
-
-// sameSockets reports whether the settings fixed when a listener's socket
-// and server were made are unchanged (its TLS settings, PROXY protocol and
-// HTTP/2 limits among them; certificates follow a reload). The others (trusted_proxies,
-// normalize, not_found_body, max_body_bytes) belong to the routing table
-// and follow a reload.
-func sameSockets(bound, next []conf.Listener) bool {
-	for i, b := range bound {
-		n := next[i]
-		if b.ReadHeaderTimeout != n.ReadHeaderTimeout || b.IdleTimeout != n.IdleTimeout ||
-			b.MaxHeaderBytes != n.MaxHeaderBytes || b.MaxConns != n.MaxConns || b.Backlog != n.Backlog ||
-			b.ReusePort != n.ReusePort || b.NoDelay != n.NoDelay || b.RedirectHTTPS != n.RedirectHTTPS || b.H2 != n.H2 ||
-			!reflect.DeepEqual(tlsSettings(b), tlsSettings(n)) || !reflect.DeepEqual(proxySettings(b), proxySettings(n)) {
-			return false
-		}
-	}
-	return true
-}
-
-// tlsSettings and proxySettings are a listener's blocks without their
-// positions, which move when lines are added above them.
-func tlsSettings(l conf.Listener) conf.ListenerTLS {
-	if l.TLS == nil {
-		return conf.ListenerTLS{}
-	}
-	t := *l.TLS
-	t.Pos = conf.Pos{}
-	return t
-}
-
-func proxySettings(l conf.Listener) conf.ProxyProtocol {
-	if l.ProxyProtocol == nil {
-		return conf.ProxyProtocol{}
-	}
-	p := *l.ProxyProtocol
-	p.Pos = conf.Pos{}
-	return p
 }

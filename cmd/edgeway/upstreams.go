@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/admin"
-	"github.com/edgeway/edgeway/internal/atomicfile"
 	"github.com/edgeway/edgeway/listeners"
 	"github.com/edgeway/edgeway/upstream"
 )
@@ -29,11 +27,9 @@ import (
 // reloads while the server stays in the files; with `admin { state_dir }`
 // they are also written to a journal there and replayed at start.
 
-// overridesFile is the journal's name in the state directory.
+// overridesFile is the journal's name in the state directory
+// (upstream.SaveOverrides, upstream.ReplayOverrides).
 const overridesFile = "upstream-overrides.json"
-
-// journal is the overrides as written: pool -> address -> override.
-type journal map[string]map[string]upstream.OverrideStatus
 
 func (d *daemon) registerUpstreamAPI(srv *admin.Server) {
 	srv.Handle("GET /api/upstreams", func(*http.Request) (any, error) {
@@ -135,29 +131,14 @@ func decodeOverride(r io.Reader) (upstream.Override, error) {
 	return o, nil
 }
 
-// saveOverrides writes every pool's overrides to the journal, atomically
-// (a temporary file, fsync, rename); nothing without a state directory.
+// saveOverrides writes every pool's overrides to the journal in the
+// state directory; nothing without one.
 func (d *daemon) saveOverrides() error {
 	dir := d.stateDir()
 	if dir == "" {
 		return nil
 	}
-	j := journal{}
-	for name, p := range d.router.Pools() {
-		for _, s := range p.Status().Servers {
-			if o := s.Override; o.Weight != nil || o.Drain != nil || o.Disabled != nil {
-				if j[name] == nil {
-					j[name] = map[string]upstream.OverrideStatus{}
-				}
-				j[name][s.Addr] = o
-			}
-		}
-	}
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(dir, overridesFile), b)
+	return upstream.SaveOverrides(filepath.Join(dir, overridesFile), d.router.Pools())
 }
 
 // replayOverrides applies the journal at start; overrides of pools or
@@ -167,29 +148,13 @@ func (d *daemon) replayOverrides() {
 	if dir == "" {
 		return
 	}
-	b, err := os.ReadFile(filepath.Join(dir, overridesFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	var j journal
-	if err == nil {
-		err = json.Unmarshal(b, &j)
-	}
+	dropped, err := upstream.ReplayOverrides(filepath.Join(dir, overridesFile), d.router.Pools())
 	if err != nil {
-		d.log.Error("reading upstream overrides; starting without them", "err", err)
+		d.log.Error("starting without the upstream overrides", "err", err)
 		return
 	}
-	pools := d.router.Pools()
-	for name, servers := range j {
-		for addr, o := range servers {
-			err := fmt.Errorf("upstream %s is not configured", name)
-			if p := pools[name]; p != nil {
-				err = p.SetOverride(addr, upstream.Override{Weight: o.Weight, Drain: o.Drain, Disabled: o.Disabled})
-			}
-			if err != nil {
-				d.log.Warn("upstream override dropped", "upstream", name, "server", addr, "err", err)
-			}
-		}
+	for _, o := range dropped {
+		d.log.Warn("upstream override dropped", "upstream", o.Upstream, "server", o.Server, "err", o.Err)
 	}
 }
 

@@ -77,7 +77,7 @@ func TestUpstreamOverrides(t *testing.T) {
 		t.Fatalf("after drain: %v, want every request on a", got)
 	}
 	for _, bad := range []struct{ path, body string }{
-		{"/api/upstreams/u/servers/" + hostPort(b), `{"weight": 5000}`},
+		{"/api/upstreams/u/servers/" + hostPort(b), `{"weight": 2000000}`},
 		{"/api/upstreams/u/servers/" + hostPort(b), `{"colour": "red"}`},
 		{"/api/upstreams/u/servers/127.0.0.1:1", `{"drain": true}`},
 		{"/api/upstreams/nope/servers/127.0.0.1:1", `{"drain": true}`},

@@ -1,0 +1,51 @@
+package router
+
+import (
+	"github.com/edgeway/edgeway/upstream"
+)
+
+// buildOutbound fills x.out: the target after path rewriting, the
+// end-to-end fields of the request, edgeway's forwarding headers and the
+// route's header operations.
+func (x *exchange) buildOutbound() {
+	in := x.in
+	x.target = append(append(x.target[:0], x.path...), '?')
+	target := x.target[:len(x.target)-1]
+	if x.query != "" || in.HasQuery() {
+		target = append(target, '?')
+		target = append(target, x.query...)
+	}
+	host := in.Host
+	if host == "" {
+		// An HTTP/1.0 request may come without Host; name the address
+		// the client connected to rather than the upstream's own.
+		host = x.localHost()
+	}
+	x.outHdr = appendEndToEnd(x.outHdr[:0], in.Header, true)
+	x.outHdr = x.setForwarded(x.outHdr)
+	x.outHdr = applyHeaders(x.outHdr, x.rt.chain.reqHeader)
+	// Lifetime: Target views x.target, and the other strings view the
+	// client's request (the front end's buffer) or the exchange's own:
+	// all valid until finish; the upstream client copies what it keeps
+	// (bytesString).
+	x.out = upstream.Request{
+		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
+		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
+		Client: in.RemoteAddr, Local: in.LocalAddr, // send_proxy's PROXY header
+	}
+	if in.Body != nil && in.ContentLength != 0 {
+		x.tap = &bodyTap{r: in.Body, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
+		x.out.Body = x.tap
+		x.wd.arm(x.tap.gen, phaseUpload)
+	} else {
+		x.out.ContentLength = 0
+	}
+}
+
+// localHost is the address the client connected to, as host:port.
+func (x *exchange) localHost() string {
+	if !x.in.LocalAddr.IsValid() {
+		return ""
+	}
+	return x.in.LocalAddr.String()
+}

@@ -1,0 +1,79 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/edgeway/edgeway/internal/atomicfile"
+)
+
+// The overrides journal: the runtime overrides of every pool (weights,
+// drains, disabled servers set through the admin API) written to a file
+// so that a restart replays them. Its format is pool -> server address ->
+// override, in JSON.
+
+// journal is the overrides as written.
+type journal map[string]map[string]OverrideStatus
+
+// SaveOverrides writes the overrides of pools to the journal at path,
+// atomically (a temporary file, fsync, rename).
+func SaveOverrides(path string, pools map[string]*Pool) error {
+	j := journal{}
+	for name, p := range pools {
+		for _, s := range p.Status().Servers {
+			if o := s.Override; o.Weight != nil || o.Drain != nil || o.Disabled != nil {
+				if j[name] == nil {
+					j[name] = map[string]OverrideStatus{}
+				}
+				j[name][s.Addr] = o
+			}
+		}
+	}
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the overrides: %w", err)
+	}
+	if err := atomicfile.Write(path, b); err != nil {
+		return fmt.Errorf("writing the overrides journal: %w", err)
+	}
+	return nil
+}
+
+// DroppedOverride is a journal entry that ReplayOverrides could not apply:
+// its pool or server is no longer configured, or the override is refused.
+type DroppedOverride struct {
+	Upstream, Server string
+	Err              error
+}
+
+// ReplayOverrides applies the journal at path to pools and returns the
+// entries it dropped. A missing journal is no error: there is nothing to
+// replay.
+func ReplayOverrides(path string, pools map[string]*Pool) ([]DroppedOverride, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	var j journal
+	if err == nil {
+		err = json.Unmarshal(b, &j)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the overrides journal: %w", err)
+	}
+	var dropped []DroppedOverride
+	for name, servers := range j {
+		for addr, o := range servers {
+			err := fmt.Errorf("upstream %s is not configured", name)
+			if p := pools[name]; p != nil {
+				err = p.SetOverride(addr, Override{Weight: o.Weight, Drain: o.Drain, Disabled: o.Disabled})
+			}
+			if err != nil {
+				dropped = append(dropped, DroppedOverride{Upstream: name, Server: addr, Err: err})
+			}
+		}
+	}
+	return dropped, nil
+}
