@@ -5,56 +5,46 @@ import (
 	"time"
 )
 
-// Config is the engine's part of a listener's configuration. The zero
-// value listens with the system's defaults for every socket option,
+// Config is the engine's part of a listener's configuration. What each
+// socket setting does, its default in a listen block and its bounds are
+// documented once, on conf.Listener's field of the same name (listeners
+// maps one to the other); here only the zero values differ: the zero
+// Config listens with the system's defaults for every socket option,
 // Nagle's algorithm on, no keepalive, no connection limit and no idle
-// timeout; ConfigFrom fills it from a listen block with edgeway's defaults.
+// timeout.
 type Config struct {
 	// Addr is host:port to listen on; port 0 picks a free port.
 	Addr string
-	// Backlog is the listen(2) backlog (capped by net.core.somaxconn).
-	// 0 uses net.core.somaxconn.
+	// Backlog: 0 uses net.core.somaxconn.
 	Backlog int
-	// ReusePort sets SO_REUSEPORT and opens AcceptLoops listening sockets
-	// on Addr, one accept goroutine each; the kernel spreads new
-	// connections over them.
+	// ReusePort opens AcceptLoops listening sockets, one accept
+	// goroutine each.
 	ReusePort bool
-	// AcceptLoops is the number of listening sockets when ReusePort is on.
-	// 0 means one per GOMAXPROCS. Ignored (one socket) when ReusePort is
-	// off.
+	// AcceptLoops: 0 means one per GOMAXPROCS; ignored without ReusePort.
 	AcceptLoops int
 	// Loops is the number of epoll loops parked connections are spread
-	// over. 0 means GOMAXPROCS, at most 4.
+	// over (not a listen setting). 0 means GOMAXPROCS, at most 4.
 	Loops int
-	// NoDelay sets TCP_NODELAY on accepted connections; false leaves
-	// Nagle's algorithm on.
+	// NoDelay: false leaves Nagle's algorithm on.
 	NoDelay bool
-	// MaxConns caps open client connections (parked, served, detached or
-	// tunnelled); further clients wait in the kernel backlog. 0: no limit.
+	// MaxConns counts parked, served, detached and tunnelled connections.
+	// 0: no limit.
 	MaxConns int
-	// IdleTimeout closes a parked connection (one waiting for its next
-	// request) after this long without bytes. 0: never. Tunnels and
-	// detached connections have no idle timeout here.
+	// IdleTimeout applies to parked connections only. 0: never.
 	IdleTimeout time.Duration
-	// DeferAccept sets TCP_DEFER_ACCEPT, rounded up to whole seconds: a
-	// connection is handed over only when its first bytes arrive (or after
-	// about this long). 0 turns it off.
+	// DeferAccept is rounded up to whole seconds. 0: off.
 	DeferAccept time.Duration
-	// FastOpen is the TCP_FASTOPEN queue length of the listening socket
-	// (the kernel must allow it: net.ipv4.tcp_fastopen bit 2). 0: off.
+	// FastOpen: 0 is off.
 	FastOpen int
-	// KeepAlive turns TCP keepalive on for accepted connections, with the
-	// three settings below; false turns it off.
+	// KeepAlive with the three settings below; false: off.
 	KeepAlive bool
-	// KeepAliveIdle, KeepAliveInterval and KeepAliveCount set TCP_KEEPIDLE,
-	// TCP_KEEPINTVL (whole seconds) and TCP_KEEPCNT. 0 leaves each at the
-	// system default (net.ipv4.tcp_keepalive_*).
+	// KeepAliveIdle, KeepAliveInterval (whole seconds) and KeepAliveCount:
+	// 0 leaves each at the system default.
 	KeepAliveIdle     time.Duration
 	KeepAliveInterval time.Duration
 	KeepAliveCount    int
-	// RecvBuffer and SendBuffer set SO_RCVBUF and SO_SNDBUF on the
-	// listening socket, which accepted connections inherit (so the window
-	// scale is chosen from them). 0 keeps the kernel's autotuning.
+	// RecvBuffer and SendBuffer are set on the listening socket, which
+	// accepted connections inherit. 0 keeps the kernel's autotuning.
 	RecvBuffer int
 	SendBuffer int
 	// TunnelWriteTimeout bounds one write to either side of a tunnel; a
