@@ -8,70 +8,95 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/testutil"
 	edgetls "github.com/edgeway/edgeway/tls"
 )
 
-// fakeCA is an ACME server that registers any account and answers every
-// new order with a rate limit (429, rateLimited, Retry-After: 3600).
-func fakeCA(t *testing.T) *httptest.Server {
-	t.Helper()
-	mux := http.NewServeMux()
-	var base string
-	nonce := func(w http.ResponseWriter) { w.Header().Set("Replay-Nonce", fmt.Sprint(time.Now().UnixNano())) }
-	mux.HandleFunc("/dir", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]string{"newNonce": base + "/nonce", "newAccount": base + "/acct", "newOrder": base + "/order"})
+// caURL is where fakeCA answers; no socket behind it.
+const caURL = "https://ca.example.test"
+
+// fakeCA is an in-memory ACME server, its RoundTrip the client's
+// transport (no sockets, so that a test can run in a synctest bubble).
+// It registers any account and answers every new order with a rate
+// limit (429, rateLimited, Retry-After: 3600); orders counts them.
+type fakeCA struct {
+	mux    *http.ServeMux
+	nonces atomic.Int64
+	orders atomic.Int32
+}
+
+func newFakeCA() *fakeCA {
+	ca := &fakeCA{mux: http.NewServeMux()}
+	nonce := func(w http.ResponseWriter) { w.Header().Set("Replay-Nonce", fmt.Sprint(ca.nonces.Add(1))) }
+	ca.mux.HandleFunc("/dir", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]string{"newNonce": caURL + "/nonce", "newAccount": caURL + "/acct", "newOrder": caURL + "/order"})
 	})
-	mux.HandleFunc("/nonce", func(w http.ResponseWriter, r *http.Request) { nonce(w); w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("/acct", func(w http.ResponseWriter, r *http.Request) {
+	ca.mux.HandleFunc("/nonce", func(w http.ResponseWriter, r *http.Request) { nonce(w); w.WriteHeader(http.StatusNoContent) })
+	ca.mux.HandleFunc("/acct", func(w http.ResponseWriter, r *http.Request) {
 		nonce(w)
-		w.Header().Set("Location", base+"/acct/1")
+		w.Header().Set("Location", caURL+"/acct/1")
 		w.WriteHeader(http.StatusCreated)
 		w.Write([]byte(`{"status":"valid"}`))
 	})
-	mux.HandleFunc("/order", func(w http.ResponseWriter, r *http.Request) {
+	ca.mux.HandleFunc("/order", func(w http.ResponseWriter, r *http.Request) {
+		ca.orders.Add(1)
 		nonce(w)
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Retry-After", "3600")
 		w.WriteHeader(http.StatusTooManyRequests)
 		w.Write([]byte(`{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many certificates"}`))
 	})
-	srv := httptest.NewTLSServer(mux)
-	base = srv.URL
-	t.Cleanup(srv.Close)
-	return srv
+	return ca
+}
+
+func (ca *fakeCA) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	ca.mux.ServeHTTP(rec, r)
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	res := rec.Result()
+	res.Request = r
+	return res, nil
 }
 
 // TestRateLimitedRenewalKeepsServing: a stored certificate that is due is
 // served at start; its renewal is rate limited; the failure is reported
 // with its reason, the next attempt waits for the CA's Retry-After, and
-// the stored certificate stays served.
+// the stored certificate stays served. Virtual time: the renewal
+// schedule is checked to the instant.
 func TestRateLimitedRenewalKeepsServing(t *testing.T) {
-	ca := fakeCA(t)
-	dir := ca.URL + "/dir"
+	synctest.Test(t, testRateLimitedRenewal)
+}
+
+func testRateLimitedRenewal(t *testing.T) {
+	ca := newFakeCA()
+	dir := caURL + "/dir"
 	storage, err := NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(dir)
-	// A certificate with 2h of life and 1h left: due (a third left).
 	old := testutil.NewCA(t, "old CA")
 	certPEM, keyPEM := old.Issue(t, testutil.IssueOptions{}, "rl.example.test")
 	ctx := context.Background()
 	storage.Put(ctx, storagePrefix(u)+"/certs/rl.example.test.crt", certPEM)
 	storage.Put(ctx, storagePrefix(u)+"/certs/rl.example.test.key", keyPEM)
+	// testutil certificates live 24h from now (and began an hour ago):
+	// 23h on, one is due (under a third of its life left).
+	time.Sleep(23 * time.Hour)
 
 	store := edgetls.NewStore(nil)
 	t.Cleanup(store.Close)
 	events := make(chan Event, 16)
-	now := time.Now().Add(23 * time.Hour) // testutil certificates live 24h
 	m, err := New(Config{
 		Directory: dir, AcceptTerms: true, Names: []string{"rl.example.test"},
-		HTTPClient: ca.Client(), Storage: storage, Store: store,
-		Now:     func() time.Time { return now },
+		HTTPClient: &http.Client{Transport: ca}, Storage: storage, Store: store,
 		Observe: func(e Event) { events <- e },
 	})
 	if err != nil {
@@ -87,24 +112,25 @@ func TestRateLimitedRenewalKeepsServing(t *testing.T) {
 		return c
 	}
 	first := served()
-	for {
-		select {
-		case e := <-events:
+	failure := func() {
+		t.Helper()
+		for e := range events { // a bubble that blocks here for good fails the test
 			if e.Kind != "failure" {
 				continue
 			}
 			if e.Reason != ReasonRateLimited {
 				t.Fatalf("failure reason %q (%v), want rate_limited", e.Reason, e.Err)
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no failure reported")
+			return
 		}
-		break
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		return store.RenewalStatuses()["rl.example.test"].Reason == ReasonRateLimited
-	}, "renewal status not recorded")
+	failure()
+	synctest.Wait() // the loop has recorded the status and sleeps
+	now := time.Now()
 	st := store.RenewalStatuses()["rl.example.test"]
+	if st.Reason != ReasonRateLimited {
+		t.Fatalf("renewal status %+v, want the rate limit recorded", st)
+	}
 	if wait := st.NextAttempt.Sub(now); wait < time.Hour {
 		t.Errorf("next attempt in %v, want at least the Retry-After of 1h", wait)
 	}
@@ -117,6 +143,18 @@ func TestRateLimitedRenewalKeepsServing(t *testing.T) {
 	list := store.List()
 	if len(list) != 1 || list[0].Renewal == nil || list[0].Renewal.Reason != ReasonRateLimited {
 		t.Errorf("List does not show the failed renewal: %+v", list)
+	}
+
+	// The next order goes out at NextAttempt, not an instant before.
+	time.Sleep(st.NextAttempt.Sub(now) - time.Nanosecond)
+	synctest.Wait()
+	if n := ca.orders.Load(); n != 1 {
+		t.Fatalf("%d orders before the next attempt, want 1", n)
+	}
+	time.Sleep(time.Nanosecond)
+	failure()
+	if n := ca.orders.Load(); n != 2 {
+		t.Errorf("%d orders at the next attempt, want 2", n)
 	}
 }
 

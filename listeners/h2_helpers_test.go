@@ -3,6 +3,7 @@ package listeners
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -18,7 +19,9 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/testutil"
+	"github.com/edgeway/edgeway/listeners/h2guard"
 	"github.com/edgeway/edgeway/router"
 	"github.com/edgeway/edgeway/routes/rule"
 	"github.com/edgeway/edgeway/upstream"
@@ -33,6 +36,14 @@ type h2Env struct {
 }
 
 func startH2Env(t *testing.T, cfg conf.Listener, upAddrs ...string) *h2Env {
+	t.Helper()
+	return startH2EnvGuard(t, cfg, nil, upAddrs...)
+}
+
+// startH2EnvGuard is startH2Env with tune applied to the listener's
+// h2guard limits before it serves (none of them is a conf option); nil
+// keeps the defaults.
+func startH2EnvGuard(t *testing.T, cfg conf.Listener, tune func(*h2guard.Config), upAddrs ...string) *h2Env {
 	t.Helper()
 	cfg.Name = "web"
 	r, err := rule.Parse(rule.HTTP, "PathPrefix(`/`)")
@@ -54,7 +65,35 @@ func startH2Env(t *testing.T, cfg conf.Listener, upAddrs ...string) *h2Env {
 		t.Fatalf("Apply: %v", err)
 	}
 	t.Cleanup(rt.Close)
-	return &h2Env{srv: start(t, cfg, rt.Proxy("web")), rt: rt}
+	if tune == nil {
+		return &h2Env{srv: start(t, cfg, rt.Proxy("web")), rt: rt}
+	}
+	return &h2Env{srv: startTuned(t, cfg, rt.Proxy("web"), tune), rt: rt}
+}
+
+// startTuned is start with tune applied to the h2guard limits between
+// Listen and Serve, so that no connection reads them while they change.
+func startTuned(t *testing.T, cfg conf.Listener, h httpmsg.Handler, tune func(*h2guard.Config)) *Server {
+	t.Helper()
+	s, err := Listen(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.h2 == nil {
+		t.Fatal("the listener serves no HTTP/2")
+	}
+	tune(&s.h2.guard)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s
 }
 
 // status is the pool's one server's status.

@@ -46,8 +46,14 @@
 // On a violation Read returns only the bytes before the offending frame,
 // so the server never acts on it. The GOAWAY is written only at a frame
 // boundary of the server's own output: Write counts the server's frame
-// headers and lengths under a mutex that the injection holds too; when
-// the server is mid-frame the guard closes without GOAWAY. After the
+// headers and lengths under a mutex that the injection holds too. When
+// the server is mid-frame (its buffered writer flushed part of a frame,
+// the rest still in its buffer), Read holds the violation back for up to
+// half a second while the server's next Write finishes that frame; the
+// guard then writes the GOAWAY and drops the rest. Returned at once, the
+// error would end the server before it flushed, and the client would see
+// a close without GOAWAY. Only a server that writes nothing more in that
+// time (its client stopped reading) is closed without one. After the
 // GOAWAY the guard half-closes and drains the client for up to a second
 // so that the close does not reset the connection before the client read
 // it.

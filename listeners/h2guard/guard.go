@@ -88,6 +88,13 @@ const prefaceLen = 24 // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // the client reads the GOAWAY before the close resets the connection.
 const lingerTime = time.Second
 
+// goAwayWait bounds how long a violation waits for the server to finish
+// the frame it is writing, so that the GOAWAY goes out at a frame
+// boundary. The server flushes the rest of that frame as soon as its
+// write queue drains, well within this on a busy machine; a server that
+// writes no more (its client stopped reading) gets no GOAWAY.
+const goAwayWait = 500 * time.Millisecond
+
 // Violation is the error Read returns once the guard ended the
 // connection; Code is the GOAWAY's error code.
 type Violation struct {
@@ -108,11 +115,19 @@ type Conn struct {
 	cfg Config
 	in  input
 
-	mu     sync.Mutex // held by Write and by the GOAWAY injection
-	out    output
-	ended  bool
-	closer sync.Once
-	done   chan struct{} // closed when the linger ends
+	mu      sync.Mutex // held by Write and by the GOAWAY injection
+	out     output
+	pending *ending // a GOAWAY waiting for the server's frame in progress
+	ended   bool
+	closer  sync.Once
+	done    chan struct{} // closed when the linger ends
+}
+
+// ending is a violation's GOAWAY that waits for the end of the frame the
+// server is writing: a GOAWAY inside a frame would corrupt the stream.
+type ending struct {
+	code uint32
+	sent chan struct{} // closed once the GOAWAY is written (or cannot be)
 }
 
 // New wraps c, whose next bytes are the client's connection preface.
@@ -172,8 +187,32 @@ func (g *Conn) Write(p []byte) (int, error) {
 	if g.ended {
 		return 0, ErrClosed
 	}
+	if g.pending != nil {
+		return g.finishFrame(p)
+	}
 	n, err := g.Conn.Write(p)
 	g.out.advance(p[:n])
+	return n, err
+}
+
+// finishFrame writes what p holds of the server's frame in progress and,
+// once that frame is complete, the pending GOAWAY; the rest of p is
+// dropped. g.mu is held.
+func (g *Conn) finishFrame(p []byte) (int, error) {
+	n, err := g.Conn.Write(p[:g.out.frameEnd(p)])
+	g.out.advance(p[:n])
+	switch {
+	case err != nil: // no GOAWAY can follow
+		g.ended = true
+	case !g.out.atBoundary():
+		return n, nil
+	default:
+		g.writeGoAway(g.pending.code)
+		if n < len(p) {
+			err = ErrClosed
+		}
+	}
+	close(g.pending.sent)
 	return n, err
 }
 
@@ -190,26 +229,55 @@ func (g *Conn) Close() error {
 	return g.Conn.Close()
 }
 
-// end sends GOAWAY with v's code when the server's output is at a frame
-// boundary, then lingers and closes.
+// end sends GOAWAY with v's code, then lingers and closes. When the
+// server is mid-frame, the GOAWAY waits (up to goAwayWait) for Write to
+// finish that frame: the server would otherwise stop at the Read error
+// with the frame's rest still in its buffer.
 func (g *Conn) end(v *Violation) {
 	g.closer.Do(func() {
 		// A Write blocked on a client that does not read would hold mu
 		// forever: the deadline ends it.
 		_ = g.Conn.SetWriteDeadline(time.Now().Add(lingerTime))
 		g.mu.Lock()
-		g.ended = true
 		g.done = make(chan struct{})
+		var wait *ending
 		if g.out.atBoundary() {
-			var f [17]byte
-			putFrameHeader(f[:], 8, frameGoAway, 0, 0)
-			binary.BigEndian.PutUint32(f[9:], g.in.lastStream)
-			binary.BigEndian.PutUint32(f[13:], v.Code)
-			_, _ = g.Conn.Write(f[:])
+			g.writeGoAway(v.Code)
+		} else {
+			wait = &ending{code: v.Code, sent: make(chan struct{})}
+			g.pending = wait
 		}
 		g.mu.Unlock()
+		if wait != nil {
+			g.awaitGoAway(wait)
+		}
 		go g.linger()
 	})
+}
+
+// awaitGoAway waits for Write to send the pending GOAWAY; past
+// goAwayWait the connection ends without one.
+func (g *Conn) awaitGoAway(e *ending) {
+	t := time.NewTimer(goAwayWait)
+	defer t.Stop()
+	select {
+	case <-e.sent:
+	case <-t.C:
+		g.mu.Lock()
+		g.ended = true
+		g.mu.Unlock()
+	}
+}
+
+// writeGoAway writes a GOAWAY with code and marks the guard ended; g.mu
+// is held and the server's output is at a frame boundary.
+func (g *Conn) writeGoAway(code uint32) {
+	g.ended = true
+	var f [17]byte
+	putFrameHeader(f[:], 8, frameGoAway, 0, 0)
+	binary.BigEndian.PutUint32(f[9:], g.in.lastStream)
+	binary.BigEndian.PutUint32(f[13:], code)
+	_, _ = g.Conn.Write(f[:])
 }
 
 // linger half-closes, drains what the client still sends for a while,
@@ -249,6 +317,33 @@ type output struct {
 }
 
 func (o *output) atBoundary() bool { return o.nhdr == 0 && o.rem == 0 }
+
+// frameEnd returns how many bytes of p finish the frame in progress
+// (len(p) when p ends before the frame does).
+func (o output) frameEnd(p []byte) int {
+	for i := 0; i < len(p); {
+		if o.rem > 0 {
+			k := int(min(uint32(len(p)-i), o.rem))
+			o.rem -= uint32(k)
+			i += k
+			if o.rem == 0 {
+				return i
+			}
+			continue
+		}
+		k := copy(o.hdr[o.nhdr:], p[i:])
+		o.nhdr += k
+		i += k
+		if o.nhdr == 9 {
+			o.rem = uint32(o.hdr[0])<<16 | uint32(o.hdr[1])<<8 | uint32(o.hdr[2])
+			o.nhdr = 0
+			if o.rem == 0 {
+				return i
+			}
+		}
+	}
+	return len(p)
+}
 
 func (o *output) advance(p []byte) {
 	for len(p) > 0 {

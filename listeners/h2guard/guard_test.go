@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -94,24 +96,40 @@ func TestGuardChecks(t *testing.T) {
 				fr.WritePing(false, [8]byte{})
 			}
 		}},
+		{desc: "PINGs up to the limit", write: func(fr *http2.Framer, enc func(...string) []byte) {
+			for range 1000 {
+				fr.WritePing(false, [8]byte{})
+			}
+		}},
+		{desc: "one PING over the limit", code: codeCalm, write: func(fr *http2.Framer, enc func(...string) []byte) {
+			for range 1001 {
+				fr.WritePing(false, [8]byte{})
+			}
+		}},
 		{desc: "frame inside a block", code: codeProtocol, write: func(fr *http2.Framer, enc func(...string) []byte) {
 			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc(req...)})
 			fr.WritePing(false, [8]byte{})
 		}},
 	}
 	for _, tc := range tests {
-		for _, chunk := range []int{1, 7, 4096} {
-			in := frames(t, tc.write)
-			got, v := pass(in, chunk)
-			switch {
-			case tc.code == 0 && v != nil:
-				t.Errorf("%s (reads of %d): violation %v", tc.desc, chunk, v)
-			case tc.code == 0 && !bytes.Equal(got, in):
-				t.Errorf("%s (reads of %d): the server read %d bytes of %d", tc.desc, chunk, len(got), len(in))
-			case tc.code != 0 && (v == nil || v.Code != tc.code):
-				t.Errorf("%s (reads of %d): violation %v, want code %d", tc.desc, chunk, v, tc.code)
-			}
-		}
+		t.Run(tc.desc, func(t *testing.T) {
+			// Virtual time: the floods arrive within one second however
+			// slowly reads of one byte go on a busy machine.
+			synctest.Test(t, func(t *testing.T) {
+				for _, chunk := range []int{1, 7, 4096} {
+					in := frames(t, tc.write)
+					got, v := pass(in, chunk)
+					switch {
+					case tc.code == 0 && v != nil:
+						t.Errorf("reads of %d: violation %v", chunk, v)
+					case tc.code == 0 && !bytes.Equal(got, in):
+						t.Errorf("reads of %d: the server read %d bytes of %d", chunk, len(got), len(in))
+					case tc.code != 0 && (v == nil || v.Code != tc.code):
+						t.Errorf("reads of %d: violation %v, want code %d", chunk, v, tc.code)
+					}
+				}
+			})
+		})
 	}
 }
 
@@ -168,4 +186,169 @@ func FuzzScan(f *testing.F) {
 			t.Fatalf("passed %d of %d", passed, len(in))
 		}
 	})
+}
+
+// serverFrames encodes what write puts through a Framer.
+func serverFrames(write func(fr *http2.Framer)) []byte {
+	var b bytes.Buffer
+	write(http2.NewFramer(&b, nil))
+	return b.Bytes()
+}
+
+// TestGoAwayMidFrame ends a connection while the server is in the middle
+// of writing a frame: the GOAWAY follows the end of that frame and
+// nothing after it; a server that never finishes its frame gets none
+// after goAwayWait.
+func TestGoAwayMidFrame(t *testing.T) {
+	tests := []struct {
+		desc   string
+		finish bool // the server writes the rest of its frame
+	}{
+		{desc: "frame finished", finish: true},
+		{desc: "frame never finished"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testGoAwayMidFrame(t, tc.finish) })
+		})
+	}
+}
+
+func testGoAwayMidFrame(t *testing.T, finish bool) {
+	c1, c2 := net.Pipe()
+	defer c2.Close()
+	g := newConn(c1, Config{})
+	client := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(c2)
+		client <- b
+	}()
+	out := serverFrames(func(fr *http2.Framer) {
+		fr.WritePing(true, [8]byte{1})
+		fr.WritePing(true, [8]byte{2})
+	})
+	if _, err := g.Write(out[:5]); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		var big [9]byte
+		putFrameHeader(big[:], 1<<20, frameData, 0, 1)
+		c2.Write(append([]byte(http2.ClientPreface), big[:]...))
+	}()
+	start := time.Now()
+	read := make(chan error)
+	go func() {
+		_, err := g.Read(make([]byte, 64))
+		read <- err
+	}()
+	synctest.Wait()
+	want := out[:5]
+	if finish {
+		n, err := g.Write(out[5:])
+		if n != 12 || err != ErrClosed {
+			t.Errorf("Write finishing the frame: %d, %v; want 12, ErrClosed", n, err)
+		}
+		want = out[:17]
+	}
+	err := <-read
+	if v, ok := err.(*Violation); !ok || v.Code != codeFrameSize {
+		t.Fatalf("Read: %v, want a FRAME_SIZE_ERROR violation", err)
+	}
+	if took := time.Since(start); !finish && took != goAwayWait {
+		t.Errorf("gave up on the GOAWAY after %v, want %v", took, goAwayWait)
+	}
+	if _, err := g.Write(out[17:]); err != ErrClosed {
+		t.Errorf("Write after the end: %v, want ErrClosed", err)
+	}
+	g.Close()
+	got := <-client
+	if !bytes.HasPrefix(got, want) {
+		t.Fatalf("client read % x, want % x first", got, want)
+	}
+	rest := got[len(want):]
+	if !finish {
+		if len(rest) != 0 {
+			t.Errorf("client read % x after the unfinished frame", rest)
+		}
+		return
+	}
+	f, err := http2.NewFramer(nil, bytes.NewReader(rest)).ReadFrame()
+	if ga, ok := f.(*http2.GoAwayFrame); err != nil || !ok || ga.ErrCode != http2.ErrCodeFrameSize {
+		t.Fatalf("after the frame: %v, %v; want GOAWAY FRAME_SIZE_ERROR", f, err)
+	}
+	if len(rest) != 17 {
+		t.Errorf("client read %d bytes after the frame, want the GOAWAY's 17", len(rest))
+	}
+}
+
+// TestFrameEnd checks, at every split of a run of frames, that frameEnd
+// finds the next frame boundary.
+func TestFrameEnd(t *testing.T) {
+	out := serverFrames(func(fr *http2.Framer) {
+		fr.WritePing(true, [8]byte{})
+		fr.WriteData(1, false, nil)
+		fr.WriteData(1, true, make([]byte, 300))
+		fr.WriteSettingsAck()
+	})
+	ends := []int{17, 26, 335, 344}
+	for i := range out {
+		var o output
+		o.advance(out[:i])
+		if o.atBoundary() {
+			continue
+		}
+		next := 0
+		for _, e := range ends {
+			if e > i {
+				next = e
+				break
+			}
+		}
+		if got := i + o.frameEnd(out[i:]); got != next {
+			t.Errorf("split at %d: frame ends at %d, want %d", i, got, next)
+		}
+		if got := o.frameEnd(out[i:i+1]) + i; i+1 < next && got != i+1 {
+			t.Errorf("split at %d, one byte: %d", i, got)
+		}
+	}
+}
+
+// TestControlWindow checks the control frame limit against virtual time:
+// a window opens at its first frame and lasts a second.
+func TestControlWindow(t *testing.T) {
+	ping := frames(t, func(fr *http2.Framer, _ func(...string) []byte) { fr.WritePing(false, [8]byte{}) })[len(http2.ClientPreface):]
+	tests := []struct {
+		desc  string
+		pause time.Duration // between the first 1000 PINGs and the next
+		next  int
+		bad   bool
+	}{
+		{desc: "next window", pause: time.Second, next: 1000},
+		{desc: "same window", pause: time.Second - time.Millisecond, next: 1, bad: true},
+		{desc: "next window over the limit", pause: time.Second, next: 1001, bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newConn(nil, Config{})
+				g.in.skip = 0
+				send := func(n int) *Violation {
+					for range n {
+						if _, v := g.in.scan(ping); v != nil {
+							return v
+						}
+					}
+					return nil
+				}
+				time.Sleep(time.Hour) // a quiet start does not count
+				if v := send(1000); v != nil {
+					t.Fatalf("first 1000: %v", v)
+				}
+				time.Sleep(tc.pause)
+				if v := send(tc.next); (v != nil) != tc.bad {
+					t.Errorf("after %v, %d more: violation %v, want one: %v", tc.pause, tc.next, v, tc.bad)
+				}
+			})
+		})
+	}
 }

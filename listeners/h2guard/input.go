@@ -201,9 +201,16 @@ func (in *input) frameEnd() *Violation {
 	return in.bad
 }
 
-// control counts a control frame against the per-second limit.
+// control counts a control frame against the per-second limit. A window
+// opens at its first frame: the connection's first control frame, then
+// the first one past the limit once the window is over a second old.
 func (in *input) control() *Violation {
 	in.ctl++
+	if in.ctl == 1 {
+		// Only ever the connection's first: a window that ends opens
+		// the next with ctl at 1.
+		in.ctlStart = time.Now()
+	}
 	if in.ctl <= in.g.cfg.MaxControlPerSecond {
 		return nil
 	}
