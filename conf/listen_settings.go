@@ -1,9 +1,6 @@
 package conf
 
-import (
-	"reflect"
-	"slices"
-)
+import "reflect"
 
 // ReloadClass says what a reload does with a listener setting that
 // changed.
@@ -99,22 +96,4 @@ func withoutPos(v reflect.Value) any {
 		f.Set(reflect.Zero(f.Type()))
 	}
 	return c.Interface()
-}
-
-// settingFields are the Listener fields ListenerSettings must cover: all
-// but Pos.
-func settingFields() []string {
-	t := reflect.TypeFor[Listener]()
-	var out []string
-	for i := range t.NumField() {
-		if f := t.Field(i); f.IsExported() && f.Name != "Pos" {
-			out = append(out, f.Name)
-		}
-	}
-	return out
-}
-
-// hasSetting reports whether ListenerSettings names field.
-func hasSetting(field string) bool {
-	return slices.ContainsFunc(ListenerSettings, func(s ListenerSetting) bool { return s.Field == field })
 }

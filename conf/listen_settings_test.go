@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -50,4 +51,22 @@ func TestChangedSettings(t *testing.T) {
 	if got := ChangedSettings(a, b, Live); !slices.Equal(got, []string{"not_found_body"}) {
 		t.Errorf("live changes %v, want [not_found_body]", got)
 	}
+}
+
+// settingFields are the Listener fields ListenerSettings must cover: all
+// but Pos.
+func settingFields() []string {
+	t := reflect.TypeFor[Listener]()
+	var out []string
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() && f.Name != "Pos" {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// hasSetting reports whether ListenerSettings names field.
+func hasSetting(field string) bool {
+	return slices.ContainsFunc(ListenerSettings, func(s ListenerSetting) bool { return s.Field == field })
 }

@@ -3,7 +3,6 @@ package listeners
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -83,17 +82,7 @@ func startTuned(t *testing.T, cfg conf.Listener, h httpmsg.Handler, tune func(*h
 		t.Fatal("the listener serves no HTTP/2")
 	}
 	tune(&s.h2.guard)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return s
+	return serve(t, s)
 }
 
 // status is the pool's one server's status.

@@ -29,6 +29,12 @@ func start(t *testing.T, cfg conf.Listener, h httpmsg.Handler) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serve(t, s)
+}
+
+// serve serves s and shuts it down when the test ends.
+func serve(t *testing.T, s *Server) *Server {
+	t.Helper()
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
 	t.Cleanup(func() {
