@@ -1,6 +1,14 @@
 package conf
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgeway/edgeway/routes"
+)
 
 // ReloadClass says what a reload does with a listener setting that
 // changed.
@@ -8,7 +16,9 @@ type ReloadClass int
 
 const (
 	// Live settings take effect on reload: the router reads them from
-	// each configuration it applies.
+	// each configuration it applies, and the listener applies its
+	// timeouts to the requests and connections that start after it
+	// (listeners.Server.Update).
 	Live ReloadClass = iota + 1
 	// Restart settings are fixed when the listener is bound: a reload that
 	// changes one keeps the old value, and says so by name.
@@ -18,47 +28,118 @@ const (
 	Identity
 )
 
-// ListenerSetting is one setting of a listen block: the directive that
-// writes it, the Listener field that holds it and its reload class.
+// ListenerSetting is one setting of a listen block, declared once: the
+// directive that writes it, the Listener field that holds it, its reload
+// class, its default and its handler. The listen block's handlers, the
+// defaults of DefaultListener and what a reload does with a change all
+// come from this one row; what the setting means is documented on its
+// Listener field, and its syntax (arguments) in the routes vocabulary.
 type ListenerSetting struct {
 	Directive string
 	Field     string // the Listener field
 	Class     ReloadClass
+	// Default is the value of a listen block without the directive,
+	// written as the directive's arguments are ("10s", "on", "32KiB",
+	// "http1 h2c"); DefaultListener reads it with the handler, so that a
+	// default is spelled in one place and in the language a user writes.
+	// Empty: the zero value (name, addr), or a block with a Default
+	// function of its own (tls, h2, quic).
+	Default string
+	set     handler[*Listener]
 }
 
-// ListenerSettings lists every field of Listener with its class; a test
-// fails when a field has none, so that a new setting cannot be forgotten
-// by reloads.
+// ListenerSettings lists every field of Listener; a test fails when a
+// field or a listen directive has no row, so that a new setting cannot be
+// forgotten by reloads.
 var ListenerSettings = []ListenerSetting{
-	{"name", "Name", Identity},
-	{"addr", "Addr", Identity},
-	{"protocols", "Protocols", Identity},
-	{"tls", "TLS", Restart},
-	{"proxy_protocol", "ProxyProtocol", Restart},
-	{"redirect_https", "RedirectHTTPS", Restart},
-	{"h2", "H2", Restart},
-	{"quic", "QUIC", Restart},
-	{"read_header_timeout", "ReadHeaderTimeout", Restart},
-	{"idle_timeout", "IdleTimeout", Restart},
-	{"write_timeout", "WriteTimeout", Restart},
-	{"max_header_bytes", "MaxHeaderBytes", Restart},
-	{"max_body_bytes", "MaxBodyBytes", Live},
-	{"max_conns", "MaxConns", Restart},
-	{"backlog", "Backlog", Restart},
-	{"reuseport", "ReusePort", Restart},
-	{"nodelay", "NoDelay", Restart},
-	{"accept_loops", "AcceptLoops", Restart},
-	{"defer_accept", "DeferAccept", Restart},
-	{"tcp_fastopen", "FastOpen", Restart},
-	{"keepalive", "KeepAlive", Restart},
-	{"keepalive_idle", "KeepAliveIdle", Restart},
-	{"keepalive_interval", "KeepAliveInterval", Restart},
-	{"keepalive_count", "KeepAliveCount", Restart},
-	{"rcvbuf", "RecvBuffer", Restart},
-	{"sndbuf", "SendBuffer", Restart},
-	{"trusted_proxies", "TrustedProxies", Live},
-	{"not_found_body", "NotFoundBody", Live},
-	{"normalize", "Normalize", Live},
+	{"name", "Name", Identity, "", nil}, // the block's argument
+	{"addr", "Addr", Identity, "", listenAddrDirective},
+	{"protocols", "Protocols", Identity, "http1 h2c", listenProtocols},
+	{"tls", "TLS", Restart, "", listenTLS},
+	{"proxy_protocol", "ProxyProtocol", Restart, "", proxyProtocol},
+	{"redirect_https", "RedirectHTTPS", Restart, "", redirectHTTPSListener},
+	{"h2", "H2", Restart, "", h2Directive},
+	{"quic", "QUIC", Restart, "", quicDirective},
+	{"read_header_timeout", "ReadHeaderTimeout", Live, "10s", durationSetting(func(l *Listener) *time.Duration { return &l.ReadHeaderTimeout })},
+	{"idle_timeout", "IdleTimeout", Live, "60s", durationSetting(func(l *Listener) *time.Duration { return &l.IdleTimeout })},
+	{"write_timeout", "WriteTimeout", Live, "60s", writeTimeout},
+	{"max_header_bytes", "MaxHeaderBytes", Restart, "32KiB", maxHeaderBytes},
+	{"max_body_bytes", "MaxBodyBytes", Live, "100MiB", maxBodyBytes},
+	{"max_conns", "MaxConns", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) }},
+	{"backlog", "Backlog", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) }},
+	{"reuseport", "ReusePort", Restart, "off", switchSetting(func(l *Listener) *bool { return &l.ReusePort })},
+	{"nodelay", "NoDelay", Live, "on", switchSetting(func(l *Listener) *bool { return &l.NoDelay })},
+	{"accept_loops", "AcceptLoops", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 256, "", &l.AcceptLoops) }},
+	{"defer_accept", "DeferAccept", Restart, "1s", func(b *builder, l *Listener, d *routes.Directive) {
+		b.setSeconds(d, maxDeferAccept, true, &l.DeferAccept)
+	}},
+	{"tcp_fastopen", "FastOpen", Restart, "off", func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 1, 65535, "off", &l.FastOpen) }},
+	{"keepalive", "KeepAlive", Restart, "on", switchSetting(func(l *Listener) *bool { return &l.KeepAlive })},
+	{"keepalive_idle", "KeepAliveIdle", Restart, "60s", func(b *builder, l *Listener, d *routes.Directive) {
+		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveIdle)
+	}},
+	{"keepalive_interval", "KeepAliveInterval", Restart, "15s", func(b *builder, l *Listener, d *routes.Directive) {
+		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveInterval)
+	}},
+	{"keepalive_count", "KeepAliveCount", Restart, "4", func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 127, "", &l.KeepAliveCount) }},
+	{"rcvbuf", "RecvBuffer", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.RecvBuffer) }},
+	{"sndbuf", "SendBuffer", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.SendBuffer) }},
+	{"trusted_proxies", "TrustedProxies", Live, "", trustedProxies},
+	{"not_found_body", "NotFoundBody", Live, "404 page not found\n", func(_ *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value }},
+	{"normalize", "Normalize", Live, "on", switchSetting(func(l *Listener) *bool { return &l.Normalize })},
+}
+
+// listenTable is the listen block's handlers, from ListenerSettings.
+var listenTable = func() table[*Listener] {
+	t := table[*Listener]{}
+	for _, s := range ListenerSettings {
+		if s.set != nil {
+			t[s.Directive] = s.set
+		}
+	}
+	return t
+}()
+
+// defaultListener is a Listener with every row's Default applied, made
+// once: the defaults are constants, and a test reads each of them.
+var defaultListener = sync.OnceValue(func() Listener {
+	l := Listener{H2: DefaultH2Limits(), QUIC: DefaultQUIC()}
+	b := newBuilder(nil)
+	for _, s := range ListenerSettings {
+		if s.Default == "" {
+			continue
+		}
+		d := &routes.Directive{Name: s.Directive, Kind: routes.ListenBlock}
+		for _, v := range defaultArgs(s) {
+			d.Args = append(d.Args, routes.Arg{Kind: routes.Word, Value: v})
+		}
+		s.set(b, &l, d)
+	}
+	if len(b.errs) > 0 {
+		panic(fmt.Sprintf("conf: a listener default does not read: %v", b.errs))
+	}
+	return l
+})
+
+// defaultArgs splits a row's Default into arguments: at spaces for a
+// directive of several arguments, whole for one of one argument (a text
+// such as not_found_body's).
+func defaultArgs(s ListenerSetting) []string {
+	for _, spec := range routes.Vocabulary(routes.ListenBlock) {
+		if spec.Name == s.Directive && spec.Max == 1 {
+			return []string{s.Default}
+		}
+	}
+	return strings.Fields(s.Default)
+}
+
+// DefaultListener returns a Listener with every documented default filled
+// in, as a `listen` block with only an addr produces.
+func DefaultListener(name, addr string) Listener {
+	l := defaultListener()
+	l.Name, l.Addr = name, addr
+	l.Protocols = append([]string(nil), l.Protocols...)
+	return l
 }
 
 // ChangedSettings returns the directives of the listener settings whose

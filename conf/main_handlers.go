@@ -36,30 +36,6 @@ func init() {
 
 func runTop(b *builder, f *routes.File) { run(b, topTable, f, f.Directives) }
 
-// DefaultListener returns a Listener with every documented default filled
-// in, as a `listen` block with only an addr produces.
-func DefaultListener(name, addr string) Listener {
-	return Listener{
-		Name: name, Addr: addr,
-		Protocols:         append([]string(nil), defaultProtocols...),
-		H2:                DefaultH2Limits(),
-		QUIC:              DefaultQUIC(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-		MaxBodyBytes:      DefaultMaxBodyBytes,
-		NoDelay:           true,
-		DeferAccept:       time.Second,
-		KeepAlive:         true,
-		KeepAliveIdle:     60 * time.Second,
-		KeepAliveInterval: 15 * time.Second,
-		KeepAliveCount:    4,
-		NotFoundBody:      "404 page not found\n",
-		Normalize:         true,
-	}
-}
-
 func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	l := DefaultListener(b.name(d, "listener"), "")
 	l.Pos = b.pos(d.Pos)
@@ -75,50 +51,33 @@ func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	b.cfg.Listeners = append(b.cfg.Listeners, l)
 }
 
-var listenTable = table[*Listener]{
-	"addr": func(b *builder, l *Listener, d *routes.Directive) {
-		if b.listenAddr(d, fmt.Sprintf("listener %q", l.Name)) {
-			l.Addr = d.Args[0].Value
-		}
-	},
-	"protocols":           listenProtocols,
-	"read_header_timeout": func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.ReadHeaderTimeout) },
-	"write_timeout": func(b *builder, l *Listener, d *routes.Directive) {
-		if d.Args[0].Value == "off" {
-			l.WriteTimeout = 0
-			return
-		}
-		b.setDuration(d, &l.WriteTimeout)
-	},
-	"idle_timeout":     func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, &l.IdleTimeout) },
-	"max_header_bytes": maxHeaderBytes,
-	"max_body_bytes":   maxBodyBytes,
-	"max_conns":        func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) },
-	"backlog":          func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) },
-	"reuseport":        func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.ReusePort) },
-	"nodelay":          func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.NoDelay) },
-	"accept_loops":     func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 256, "", &l.AcceptLoops) },
-	"defer_accept":     func(b *builder, l *Listener, d *routes.Directive) { b.setSeconds(d, time.Minute, true, &l.DeferAccept) },
-	"tcp_fastopen":     func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 1, 65535, "off", &l.FastOpen) },
-	"keepalive":        func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.KeepAlive) },
-	"keepalive_idle": func(b *builder, l *Listener, d *routes.Directive) {
-		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveIdle)
-	},
-	"keepalive_interval": func(b *builder, l *Listener, d *routes.Directive) {
-		b.setSeconds(d, maxKeepAlive, false, &l.KeepAliveInterval)
-	},
-	"keepalive_count": func(b *builder, l *Listener, d *routes.Directive) { b.setIntRange(d, 0, 127, "", &l.KeepAliveCount) },
-	"rcvbuf":          func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.RecvBuffer) },
-	"sndbuf":          func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.SendBuffer) },
-	"trusted_proxies": trustedProxies,
-	"not_found_body":  func(b *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value },
-	"normalize":       func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, &l.Normalize) },
-	"tls":             listenTLS,
-	"proxy_protocol":  proxyProtocol,
-	"redirect_https":  redirectHTTPSListener,
-	"h2":              h2Directive,
-	"quic":            quicDirective,
+func listenAddrDirective(b *builder, l *Listener, d *routes.Directive) {
+	if b.listenAddr(d, fmt.Sprintf("listener %q", l.Name)) {
+		l.Addr = d.Args[0].Value
+	}
 }
+
+// writeTimeout reads `write_timeout DURATION|off`; off is 0.
+func writeTimeout(b *builder, l *Listener, d *routes.Directive) {
+	if d.Args[0].Value == "off" {
+		l.WriteTimeout = 0
+		return
+	}
+	b.setDuration(d, &l.WriteTimeout)
+}
+
+// durationSetting and switchSetting are the handlers of a plain duration
+// and of an on|off setting held in the field field returns.
+func durationSetting(field func(*Listener) *time.Duration) handler[*Listener] {
+	return func(b *builder, l *Listener, d *routes.Directive) { b.setDuration(d, field(l)) }
+}
+
+func switchSetting(field func(*Listener) *bool) handler[*Listener] {
+	return func(b *builder, l *Listener, d *routes.Directive) { b.setSwitch(d, field(l)) }
+}
+
+// maxDeferAccept is the longest defer_accept accepted.
+const maxDeferAccept = time.Minute
 
 // maxKeepAlive is the kernel's limit on TCP_KEEPIDLE and TCP_KEEPINTVL
 // (MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL).

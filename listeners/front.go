@@ -36,11 +36,11 @@ type front struct {
 	name     string
 	p        protocolSet
 	h1       *http1.Server
-	h2       *h2Front
+	h2       *h2Fronts
 	tls      *tls.Config
 	pass     func(ctx context.Context, h *sniff.Hello, client, local netip.AddrPort) (net.Conn, error)
 	trusted  []netip.Prefix // PROXY protocol peers; nil: no PROXY stage
-	headerTO time.Duration  // PROXY header and plain-text time limit
+	headerTO atomic.Int64   // PROXY header and plain-text time limit (a time.Duration; Server.Update sets it)
 	hsTO     time.Duration  // ClientHello and handshake
 	log      *slog.Logger
 	stats    frontStats
@@ -73,7 +73,8 @@ var helloBufs = sync.Pool{New: func() any { b := make([]byte, maxHello); return 
 
 func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.Logger) *front {
 	f := &front{name: cfg.Name, p: p, h1: s.h1, h2: s.h2, pass: o.Passthrough,
-		headerTO: cfg.ReadHeaderTimeout, hsTO: 10 * time.Second, log: log}
+		hsTO: 10 * time.Second, log: log}
+	f.headerTO.Store(int64(cfg.ReadHeaderTimeout))
 	if cfg.ProxyProtocol != nil {
 		f.trusted = cfg.ProxyProtocol.Trusted
 	}
@@ -120,7 +121,7 @@ func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
 		c.Abort()
 		return nil, false
 	}
-	c.SetReadDeadline(time.Now().Add(f.headerTO))
+	c.SetReadDeadline(time.Now().Add(time.Duration(f.headerTO.Load())))
 	h, err := proxyproto.Read(c.Raw(), maxProxyHeader)
 	c.SetReadDeadline(time.Time{})
 	if err != nil {

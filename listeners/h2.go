@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -15,15 +18,12 @@ import (
 	"github.com/edgeway/edgeway/listeners/h2guard"
 )
 
-// HTTP/2 limits; the header list limit is MaxHeaderBytes. The first three
-// are the defaults of conf.H2Limits' zero values.
+// HTTP/2 timeouts that are not listen settings; the header list limit is
+// MaxHeaderBytes, the others are the listener's h2 block (conf.H2Limits).
 const (
-	h2MaxConcurrentStreams = 250
-	h2MaxFrameSize         = 16384
-	h2StreamStallTimeout   = 30 * time.Second
-	h2SendPingTimeout      = 30 * time.Second // ping a connection silent this long
-	h2PingTimeout          = 15 * time.Second
-	h2WriteByteTimeout     = 30 * time.Second // close a peer that stops reading
+	h2SendPingTimeout  = 30 * time.Second // ping a connection silent this long
+	h2PingTimeout      = 15 * time.Second
+	h2WriteByteTimeout = 30 * time.Second // close a peer that stops reading
 )
 
 // h2Front serves HTTP/2 connections (h2c with prior knowledge, or h2
@@ -34,11 +34,13 @@ type h2Front struct {
 	srv   *http2.Server
 	base  *http.Server // settings and graceful shutdown of the connections
 	guard h2guard.Config
+	// readHeader and idle are the live listen settings it was made with.
+	readHeader, idle time.Duration
 }
 
 func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Front, error) {
-	lim := h2Limits(cfg.H2)
-	f := &h2Front{
+	lim := cfg.H2
+	f := &h2Front{readHeader: cfg.ReadHeaderTimeout, idle: cfg.IdleTimeout,
 		base: &http.Server{
 			Handler:           stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lim.StreamStallTimeout}),
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -68,20 +70,6 @@ func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Fron
 	return f, nil
 }
 
-// h2Limits fills in the defaults of the zero values of l.
-func h2Limits(l conf.H2Limits) conf.H2Limits {
-	if l.MaxConcurrentStreams <= 0 {
-		l.MaxConcurrentStreams = h2MaxConcurrentStreams
-	}
-	if l.MaxFrameSize <= 0 {
-		l.MaxFrameSize = h2MaxFrameSize
-	}
-	if l.StreamStallTimeout <= 0 {
-		l.StreamStallTimeout = h2StreamStallTimeout
-	}
-	return l
-}
-
 // serve serves one HTTP/2 connection until it ends. c is a cleartext
 // connection that starts with the preface, or a *tls.Conn whose handshake
 // chose h2; either way the client's frames pass the guard.
@@ -93,3 +81,54 @@ func (f *h2Front) serve(c net.Conn) {
 // shutdown sends GOAWAY on every connection (the h2 server's graceful
 // shutdown hooks; base has no listener of its own).
 func (f *h2Front) shutdown(ctx context.Context) { _ = f.base.Shutdown(ctx) }
+
+// h2Fronts is a listener's HTTP/2 server: the h2Front new connections
+// get, replaced when a reload changes the timeouts it was made with
+// (x/net's servers take their settings when made). Earlier fronts keep
+// serving their connections and are shut down with the listener.
+type h2Fronts struct {
+	cur atomic.Pointer[h2Front]
+	h   httpmsg.Handler
+	log *slog.Logger
+	mu  sync.Mutex
+	all []*h2Front // every front made, for shutdown
+}
+
+func newH2Fronts(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Fronts, error) {
+	fs := &h2Fronts{h: h, log: log}
+	if err := fs.update(cfg); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
+// serve serves c on the current front.
+func (fs *h2Fronts) serve(c net.Conn) { fs.cur.Load().serve(c) }
+
+// update makes a new front for the connections to come when cfg's live
+// settings differ from the current front's.
+func (fs *h2Fronts) update(cfg conf.Listener) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f := fs.cur.Load(); f != nil && f.readHeader == cfg.ReadHeaderTimeout && f.idle == cfg.IdleTimeout {
+		return nil
+	}
+	f, err := newH2Front(cfg, fs.h, fs.log)
+	if err != nil {
+		return err
+	}
+	fs.all = append(fs.all, f)
+	fs.cur.Store(f)
+	return nil
+}
+
+// shutdown shuts every front down, the current one and those a reload
+// replaced.
+func (fs *h2Fronts) shutdown(ctx context.Context) {
+	fs.mu.Lock()
+	all := slices.Clone(fs.all)
+	fs.mu.Unlock()
+	for _, f := range all {
+		f.shutdown(ctx)
+	}
+}

@@ -81,7 +81,7 @@ func startTuned(t *testing.T, cfg conf.Listener, h httpmsg.Handler, tune func(*h
 	if s.h2 == nil {
 		t.Fatal("the listener serves no HTTP/2")
 	}
-	tune(&s.h2.guard)
+	tune(&s.h2.cur.Load().guard)
 	return serve(t, s)
 }
 

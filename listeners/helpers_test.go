@@ -16,9 +16,13 @@ import (
 
 const ioTimeout = 5 * time.Second
 
-// testConfig is a loopback listener on port 0 with short, test-sized limits.
+// testConfig is a loopback listener on port 0 with a listen block's
+// defaults, less TCP_DEFER_ACCEPT: tests that connect and stay silent
+// must see their connection accepted at once.
 func testConfig() conf.Listener {
-	return conf.Listener{Name: "test", Addr: "127.0.0.1:0", NoDelay: true}
+	l := conf.DefaultListener("test", "127.0.0.1:0")
+	l.DeferAccept = 0
+	return l
 }
 
 // start serves h on cfg and shuts the server down when the test ends.

@@ -28,22 +28,14 @@ import (
 	"github.com/edgeway/edgeway/listeners/sniff"
 )
 
-// Defaults applied by Listen to zero fields of a conf.Listener (conf.Load
-// fills the same values; they matter for a Listener built by hand).
-const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultIdleTimeout       = 60 * time.Second
-	DefaultMaxHeaderBytes    = 32 << 10
-)
-
 // Server is one cleartext listener. Its methods are safe for concurrent
 // use.
 type Server struct {
 	name  string
 	eng   *engine.Engine
 	h1    *http1.Server
-	h2    *h2Front // nil when the listener serves no HTTP/2
-	front *front   // nil without TLS or PROXY protocol
+	h2    *h2Fronts // nil when the listener serves no HTTP/2
+	front *front    // nil without TLS or PROXY protocol
 }
 
 // Options are what a listener needs besides its configuration.
@@ -68,15 +60,15 @@ type Options struct {
 var ErrNoRoute = errors.New("no tcp route")
 
 // Listen binds cfg.Addr and prepares h to be served on it; Serve starts
-// serving. Zero durations and sizes in cfg take the defaults above; an
-// empty Protocols means "http1" and "h2c". A nil log uses slog.Default.
+// serving. cfg is a listen block as conf.Load or conf.DefaultListener
+// makes it, defaults filled in: its values are taken as they are. A nil
+// log uses slog.Default.
 func Listen(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*Server, error) {
 	return ListenWith(cfg, h, log, Options{})
 }
 
 // ListenWith is Listen with Options: TLS termination and passthrough.
 func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Options) (*Server, error) {
-	cfg = withDefaults(cfg)
 	p, err := parseProtocols(cfg.Protocols)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
@@ -95,7 +87,7 @@ func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Option
 		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
 	}
 	if p.h2c || p.h2 {
-		f, err := newH2Front(cfg, h, log)
+		f, err := newH2Fronts(cfg, h, log)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 		}
@@ -125,22 +117,6 @@ func writeTimeout(cfg conf.Listener) time.Duration {
 		return -1
 	}
 	return cfg.WriteTimeout
-}
-
-func withDefaults(cfg conf.Listener) conf.Listener {
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if len(cfg.Protocols) == 0 {
-		cfg.Protocols = []string{"http1", "h2c"}
-	}
-	return cfg
 }
 
 // protocolSet is what a listener's protocols turn on.
@@ -211,6 +187,27 @@ func (s *Server) FrontStats() FrontStats {
 		PassedThrough: st.passedThrough.Load(), PassthroughFailures: st.passthroughFailures.Load(),
 		ProxyRefused: st.proxyRefused.Load(), NotTLS: st.notTLS.Load(),
 	}
+}
+
+// Update applies the live settings of cfg, the listener's block in a
+// configuration being reloaded (conf.Live): read_header_timeout,
+// write_timeout and idle_timeout hold from the next request or idle wait
+// of every connection (HTTP/2: for connections opened after it), nodelay
+// for connections accepted after it. The listener's other settings stay
+// as they were bound; the router applies the live settings it reads.
+func (s *Server) Update(cfg conf.Listener) error {
+	s.h1.SetTimeouts(cfg.ReadHeaderTimeout, writeTimeout(cfg))
+	s.eng.SetIdleTimeout(cfg.IdleTimeout)
+	s.eng.SetNoDelay(cfg.NoDelay)
+	if s.front != nil {
+		s.front.headerTO.Store(int64(cfg.ReadHeaderTimeout))
+	}
+	if s.h2 != nil {
+		if err := s.h2.update(cfg); err != nil {
+			return fmt.Errorf("listener %s: %w", s.name, err)
+		}
+	}
+	return nil
 }
 
 // Serve accepts and serves connections until Shutdown, then returns nil.

@@ -1,6 +1,7 @@
 package listeners
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -239,4 +240,43 @@ func conf2(proto string) (c conf.Listener) {
 	c = testConfig()
 	c.Protocols = []string{proto}
 	return c
+}
+
+// TestUpdateAppliesLiveSettings binds a listener whose timeouts would
+// hold a silent client for an hour, then updates it as a reload does:
+// an unfinished head and a parked keep-alive connection are closed by the
+// new values, over HTTP/1 and h2c alike.
+func TestUpdateAppliesLiveSettings(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.ReadHeaderTimeout, cfg.IdleTimeout = time.Hour, time.Hour
+	s := start(t, cfg, okHandler())
+	next := cfg
+	next.ReadHeaderTimeout, next.IdleTimeout = 200*time.Millisecond, 200*time.Millisecond
+	if err := s.Update(next); err != nil {
+		t.Fatal(err)
+	}
+	closed := func(c net.Conn) error {
+		c.SetReadDeadline(time.Now().Add(ioTimeout))
+		_, err := io.ReadAll(c)
+		return err
+	}
+	head := dial(t, s)
+	io.WriteString(head, "GET / HTTP/1.1\r\nHost: a\r\n") // and never the end
+	if err := closed(head); err != nil {
+		t.Errorf("unfinished head after read_header_timeout 1h -> 200ms: %v (want closed)", err)
+	}
+	idle := dial(t, s)
+	io.WriteString(idle, "GET /a HTTP/1.1\r\nHost: a\r\n\r\n")
+	idle.SetReadDeadline(time.Now().Add(ioTimeout))
+	res, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || body(res) != "HTTP/1.1 /a" {
+		t.Fatalf("keep-alive request: %v", err)
+	}
+	if err := closed(idle); err != nil {
+		t.Errorf("parked connection after idle_timeout 1h -> 200ms: %v (want closed)", err)
+	}
+	if cur := s.h2.cur.Load(); cur.readHeader != next.ReadHeaderTimeout || cur.base.IdleTimeout != next.IdleTimeout {
+		t.Errorf("h2c front after Update: read header %v, idle %v", cur.readHeader, cur.base.IdleTimeout)
+	}
 }

@@ -42,8 +42,9 @@ func (d *daemon) Reload(ctx context.Context) (admin.ReloadResult, error) {
 }
 
 // reload re-reads the configuration files; only a configuration that loads
-// and validates whole replaces the live routes. Listener changes need a
-// restart and are reported, not applied. The result is logged, counted
+// and validates whole replaces the live routes. Listener settings of the
+// Live class are applied; the others need a restart and are named, not
+// applied. The result is logged, counted
 // and kept for GET /api/config.
 func (d *daemon) reload(trigger string) admin.ReloadResult {
 	start := time.Now()
@@ -79,8 +80,8 @@ func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
 		return nil, reloadErrors(err)
 	}
 	for i, b := range d.bound {
-		// Live settings are the router's and apply with it; the others
-		// are fixed while the listener stays bound.
+		// Live settings apply below (updateListeners); the others are
+		// fixed while the listener stays bound.
 		if changed := conf.ChangedSettings(b, cfg.Listeners[i], conf.Restart); len(changed) > 0 {
 			d.log.Warn("listener settings changed; they take effect on restart, routes and certificates are reloaded now",
 				"listener", b.Name, "settings", strings.Join(changed, " "))
@@ -101,7 +102,24 @@ func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
 	if err := d.router.Apply(cfg); err != nil {
 		return nil, reloadErrors(err)
 	}
+	d.updateListeners(cfg)
 	return cfg, nil
+}
+
+// updateListeners applies the live listener settings of cfg, just
+// applied to the router, to the bound listeners, and names those that
+// changed.
+func (d *daemon) updateListeners(cfg *conf.Config) {
+	for i, s := range d.servers {
+		next := cfg.Listeners[i]
+		if err := s.Update(next); err != nil {
+			d.log.Error("listener settings not applied; the old ones stay", "listener", next.Name, "err", err)
+			continue
+		}
+		if changed := conf.ChangedSettings(d.cfg.Listeners[i], next, conf.Live); len(changed) > 0 {
+			d.log.Info("listener settings applied", "listener", next.Name, "settings", strings.Join(changed, " "))
+		}
+	}
 }
 
 // adminSettings is the part of the admin block fixed at start.

@@ -92,7 +92,7 @@ func (e *Engine) adopt(tc *net.TCPConn) {
 		return
 	}
 	c.w.raw = raw
-	if !e.cfg.NoDelay {
+	if !e.noDelay.Load() {
 		tc.SetNoDelay(false) // Go turns TCP_NODELAY on for every connection
 	}
 	l.add(&c.w)

@@ -25,12 +25,14 @@ type Config struct {
 	// Loops is the number of epoll loops parked connections are spread
 	// over (not a listen setting). 0 means GOMAXPROCS, at most 4.
 	Loops int
-	// NoDelay: false leaves Nagle's algorithm on.
+	// NoDelay: false leaves Nagle's algorithm on. Engine.SetNoDelay
+	// changes it for the connections accepted after it.
 	NoDelay bool
 	// MaxConns counts parked, served, detached and tunnelled connections.
 	// 0: no limit.
 	MaxConns int
 	// IdleTimeout applies to parked connections only. 0: never.
+	// Engine.SetIdleTimeout changes it while serving.
 	IdleTimeout time.Duration
 	// DeferAccept is rounded up to whole seconds. 0: off.
 	DeferAccept time.Duration
@@ -87,7 +89,11 @@ func (c *Config) tunnelWriteTimeout() time.Duration {
 
 // sweepEvery is how often a loop looks for parked connections past the
 // idle timeout: an eighth of it, between 10ms and 1s, so a connection is
-// closed at most that late.
-func (c *Config) sweepEvery() time.Duration {
-	return min(max(c.IdleTimeout/8, 10*time.Millisecond), time.Second)
+// closed at most that late. With no idle timeout there is nothing to
+// sweep, and a loop looks once a second for one that SetIdleTimeout set.
+func sweepEvery(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		return time.Second
+	}
+	return min(max(idle/8, 10*time.Millisecond), time.Second)
 }

@@ -62,6 +62,11 @@ type Engine struct {
 
 	open, parked, active, tunnels, detached atomic.Int64
 
+	// idle and noDelay are cfg's IdleTimeout and NoDelay as set last
+	// (SetIdleTimeout, SetNoDelay): a reload changes them while serving.
+	idle    atomic.Int64
+	noDelay atomic.Bool
+
 	mu       sync.Mutex // guards served and the start of the goroutines
 	served   bool
 	shutting atomic.Bool
@@ -84,6 +89,8 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, h: h, log: log, epoch: time.Now(),
 		done: make(chan struct{}), zero: make(chan struct{}), stopped: make(chan struct{})}
+	e.SetIdleTimeout(cfg.IdleTimeout)
+	e.SetNoDelay(cfg.NoDelay)
 	if cfg.MaxConns > 0 {
 		e.sem = make(chan struct{}, cfg.MaxConns)
 	}
@@ -102,6 +109,15 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// SetIdleTimeout replaces Config.IdleTimeout: parked connections are
+// held to it from the next sweep on (0: never closed for idleness).
+func (e *Engine) SetIdleTimeout(d time.Duration) { e.idle.Store(int64(max(d, 0))) }
+
+// SetNoDelay replaces Config.NoDelay for the connections accepted after it.
+func (e *Engine) SetNoDelay(on bool) { e.noDelay.Store(on) }
+
+func (e *Engine) idleTimeout() time.Duration { return time.Duration(e.idle.Load()) }
 
 func (e *Engine) closeEarly() {
 	for _, ln := range e.lns {

@@ -106,16 +106,16 @@ func (l *loop) run() {
 		return
 	}
 	events := make([]unix.EpollEvent, 128)
-	idle, every := l.e.cfg.IdleTimeout, l.e.cfg.sweepEvery()
-	if idle > 0 {
-		f.SetReadDeadline(time.Now().Add(every))
-	}
+	f.SetReadDeadline(time.Now().Add(sweepEvery(l.e.idleTimeout())))
 	for {
 		n, err := l.wait(rc, events)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			l.sweep(l.e.now() - idle)
-			f.SetReadDeadline(time.Now().Add(every))
+			idle := l.e.idleTimeout() // read each time: a reload may change it
+			if idle > 0 {
+				l.sweep(l.e.now() - idle)
+			}
+			f.SetReadDeadline(time.Now().Add(sweepEvery(idle)))
 		case err != nil:
 			l.e.fail(fmt.Errorf("waiting for events: %w", err))
 			return

@@ -128,7 +128,7 @@ func (b *body) drain() bool {
 		return false
 	}
 	x := b.x
-	x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
+	x.setDeadline(time.Now().Add(x.s.readHeaderTimeout()))
 	scratch := x.rw.wbuf[:cap(x.rw.wbuf)] // the response is out
 	for total := 0; total <= maxDrain; {
 		n, err := b.Read(scratch)

@@ -143,7 +143,7 @@ func (x *exchange) firstTLSRead() (engine.Action, bool) {
 	if !x.socketReadable() {
 		return engine.Park, false
 	}
-	x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
+	x.setDeadline(time.Now().Add(x.s.readHeaderTimeout()))
 	if err := x.fill(); err != nil {
 		return engine.Close, false
 	}

@@ -44,7 +44,7 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 			}
 		}
 		if !x.dl.Load() {
-			x.setDeadline(time.Now().Add(x.s.cfg.ReadHeaderTimeout))
+			x.setDeadline(time.Now().Add(x.s.readHeaderTimeout()))
 		}
 		if err := x.fill(); err != nil {
 			if errors.Is(err, errHeadTooLarge) {

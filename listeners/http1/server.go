@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
@@ -79,12 +80,16 @@ type Config struct {
 // of a connection engine. It is an engine.Handler. Its methods are safe for
 // concurrent use.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	limits   http1.Limits
-	bigSize  int       // capacity of a read buffer grown for a large head
-	big      sync.Pool // read buffers of bigSize
-	exchange sync.Pool // *exchange
+	cfg Config
+	// readHeader and write are cfg's ReadHeaderTimeout and WriteTimeout,
+	// as SetTimeouts last set them: read per request, so that a reload
+	// applies to the next request of every connection.
+	readHeader, write atomic.Int64
+	log               *slog.Logger
+	limits            http1.Limits
+	bigSize           int       // capacity of a read buffer grown for a large head
+	big               sync.Pool // read buffers of bigSize
+	exchange          sync.Pool // *exchange
 }
 
 // New returns a Server for cfg. It panics when cfg.Handler is nil.
@@ -111,8 +116,25 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: log, bigSize: max(cfg.MaxHeaderBytes+headSlack, 2*smallBuf),
 		limits: http1.Limits{MaxHeaderBytes: cfg.MaxHeaderBytes}}
 	s.exchange.New = func() any { return newExchange(s) }
+	s.SetTimeouts(cfg.ReadHeaderTimeout, cfg.WriteTimeout)
 	return s
 }
+
+// SetTimeouts replaces Config's ReadHeaderTimeout and WriteTimeout for the
+// requests that start after it (zero keeps a value as it is; a negative
+// write timeout means no limit). It is how a reload applies them.
+func (s *Server) SetTimeouts(readHeader, write time.Duration) {
+	if readHeader > 0 {
+		s.readHeader.Store(int64(readHeader))
+	}
+	if write != 0 {
+		s.write.Store(int64(write))
+	}
+}
+
+// readHeaderTimeout and writeTimeout are the timeouts now in force.
+func (s *Server) readHeaderTimeout() time.Duration { return time.Duration(s.readHeader.Load()) }
+func (s *Server) writeTimeout() time.Duration      { return time.Duration(s.write.Load()) }
 
 // Serve serves the requests a readable connection carries: those already
 // sent, in order, then parks it (holding nothing), or closes it, or hands

@@ -135,7 +135,7 @@ func (w *writer) tryWrite(fd uintptr) bool {
 // slowWrite runs write with the write timeout as the connection's write
 // deadline.
 func (w *writer) slowWrite(write func() error) error {
-	d := w.x.s.cfg.WriteTimeout
+	d := w.x.s.writeTimeout()
 	if d <= 0 {
 		return write()
 	}
