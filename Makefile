@@ -8,9 +8,12 @@ RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd
 FUZZTIME  ?= 30s
 
 H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
+# pebble and pebble-challtestsrv: the ACME tests' CA (acme/acmetest's
+# PebbleModule names the same release).
+PEBBLE    ?= github.com/letsencrypt/pebble/v2/cmd/...@v2.10.3
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test test-stress check vet fmt race tools bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-go fuzz clean
+.PHONY: all build run test test-stress check vet fmt race peers tools bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-go fuzz clean
 
 all: build
 
@@ -21,8 +24,9 @@ run: build
 	$(BIN) run -c examples/edgeway.conf
 
 # test: formatting, vet, every package's tests, then the race detector on the
-# concurrent packages. The tests also need curl (apt-get install curl).
-test: check tools
+# concurrent packages. Go installs the test peers it can (make tools); curl
+# and openssl come from the system (make peers says how when one is missing).
+test: check peers tools
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
@@ -35,11 +39,24 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-# tools: the test peers installed with go install (h2spec) into bin/tools.
-tools: $(TOOLS)/h2spec
+# peers: the system's test peers, curl with HTTP/2 and openssl; a missing
+# one is named with the line that installs it, before any test runs.
+peers:
+	@missing=; \
+	curl --version 2>/dev/null | grep -q HTTP2 || missing="$$missing curl"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	if [ -n "$$missing" ]; then \
+		echo "the tests need$$missing: sudo apt-get install -y$$missing ca-certificates (.ci/run does)"; exit 1; fi
+
+# tools: the test peers installed with go install (h2spec, pebble) into
+# bin/tools, so that `make test` needs nothing but Go (and curl, openssl).
+tools: $(TOOLS)/h2spec $(TOOLS)/pebble
 
 $(TOOLS)/h2spec:
 	GOBIN=$(TOOLS) $(GO) install $(H2SPEC)
+
+$(TOOLS)/pebble:
+	GOBIN=$(TOOLS) $(GO) install $(PEBBLE)
 
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)

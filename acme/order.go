@@ -117,7 +117,8 @@ func (m *Manager) order(ctx context.Context, name, typ string) (*tls.Certificate
 			return nil, err
 		}
 	}
-	if _, err := m.client.WaitOrder(ctx, o.URI); err != nil {
+	ready, err := m.client.WaitOrder(ctx, o.URI)
+	if err != nil {
 		return nil, fmt.Errorf("waiting for the order: %w", err)
 	}
 	key, err := newKey(m.cfg.KeyType)
@@ -129,7 +130,10 @@ func (m *Manager) order(ctx context.Context, name, typ string) (*tls.Certificate
 	if err != nil {
 		return nil, fmt.Errorf("making the CSR: %w", err)
 	}
-	der, _, err := m.client.CreateOrderCert(ctx, o.FinalizeURL, csr, true)
+	// CreateCertFromOrder waits on the order's own URL: a CA need not
+	// repeat it (Location) in its answer to the finalize request, and
+	// pebble 2.10 does not.
+	der, _, err := m.client.CreateCertFromOrder(ctx, ready, csr, true)
 	if err != nil {
 		return nil, fmt.Errorf("finalizing the order: %w", err)
 	}

@@ -56,14 +56,36 @@ type Pebble struct {
 	log *lockedBuffer
 }
 
-// Require fails the test when pebble is not installed: CI installs it.
+// PebbleModule is the pebble release `make tools` installs into bin/tools
+// (the Makefile's PEBBLE names the same one).
+const PebbleModule = "github.com/letsencrypt/pebble/v2/cmd/...@v2.10.3"
+
+// Require fails the test when pebble or pebble-challtestsrv cannot be
+// found (see binary), naming the command that installs them.
 func Require(t testing.TB) {
 	t.Helper()
 	for _, bin := range []string{"pebble", "pebble-challtestsrv"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found: install pebble (apt-get install pebble)", bin)
-		}
+		binary(t, bin)
 	}
+}
+
+// binary finds one of pebble's commands: in bin/tools, where `make tools`
+// (run by `make test`) installs them, then on $PATH.
+func binary(t testing.TB, name string) string {
+	t.Helper()
+	if p := filepath.Join(testutil.ModuleRoot(t), "bin", "tools", name); isFile(p) {
+		return p
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	t.Fatalf("%s not found in bin/tools or $PATH: run `make tools` (GOBIN=bin/tools go install %s)", name, PebbleModule)
+	return ""
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // Start starts pebble-challtestsrv and pebble and waits until pebble's
@@ -95,8 +117,10 @@ func Start(t testing.TB, o Options) *Pebble {
 	if len(o.Blocklist) > 0 {
 		cfg["pebble"].(map[string]any)["domainBlocklist"] = o.Blocklist
 	}
-	if o.Validity > 0 {
-		cfg["pebble"].(map[string]any)["certificateValidityPeriod"] = int(o.Validity / time.Second)
+	if o.Validity > 0 { // pebble 2.10 reads a profile's validity only
+		cfg["pebble"].(map[string]any)["profiles"] = map[string]any{
+			"default": map[string]any{"description": "test", "validityPeriod": int(o.Validity / time.Second)},
+		}
 	}
 	b, _ := json.Marshal(cfg)
 	testutil.WriteFiles(t, dir, map[string]string{"pebble.json": string(b)})
@@ -114,7 +138,7 @@ func Start(t testing.TB, o Options) *Pebble {
 func (p *Pebble) start(dns string) {
 	t := p.t
 	t.Helper()
-	cmd := exec.Command("pebble", "-config", filepath.Join(p.Dir, "pebble.json"), "-dnsserver", dns)
+	cmd := exec.Command(binary(t, "pebble"), "-config", filepath.Join(p.Dir, "pebble.json"), "-dnsserver", dns)
 	cmd.Env = append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")
 	log := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
@@ -183,7 +207,7 @@ func (p *Pebble) Roots(t testing.TB) (*x509.CertPool, []byte) {
 func startChallSrv(t testing.TB) string {
 	t.Helper()
 	dns := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
-	cmd := exec.Command("pebble-challtestsrv", "-dns01", dns, "-http01", "", "-https01", "", "-tlsalpn01", "",
+	cmd := exec.Command(binary(t, "pebble-challtestsrv"), "-dnsserver", dns, "-http01", "", "-https01", "", "-tlsalpn01", "",
 		"-management", "127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)), "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "")
 	log := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
