@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/syscheck"
+	"github.com/edgeway/edgeway/listeners"
+	"github.com/edgeway/edgeway/listeners/h3"
 )
 
 // defaultConnections is what check-system checks for without
@@ -47,7 +50,12 @@ func checkSystem(args []string, stdout, stderr io.Writer, sys syscheck.System) i
 			return 1
 		}
 		for _, l := range cfg.Listeners {
-			p.Listeners = append(p.Listeners, syscheck.Listener{Name: l.Name, Backlog: l.Backlog, ReusePort: l.ReusePort})
+			sl := syscheck.Listener{Name: l.Name, Backlog: l.Backlog, ReusePort: l.ReusePort}
+			if listeners.ServesH3(l) { // the sizes ListenQUIC warns about
+				sl.UDPRecvBuffer = cmp.Or(l.QUIC.UDPRecvBuffer, h3.DefaultBufferSize)
+				sl.UDPSendBuffer = cmp.Or(l.QUIC.UDPSendBuffer, h3.DefaultBufferSize)
+			}
+			p.Listeners = append(p.Listeners, sl)
 		}
 	}
 	results := syscheck.Check(sys, p)

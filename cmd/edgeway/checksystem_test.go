@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/edgeway/edgeway/internal/syscheck"
 	"github.com/edgeway/edgeway/internal/testutil"
+	"github.com/edgeway/edgeway/listeners/h3"
 )
 
 // stockKernel is /proc/sys as a stock 6.x kernel on a 16 GiB machine has
@@ -61,8 +64,8 @@ net.ipv4.tcp_timestamps         1                     1                   ok    
 net.ipv4.tcp_fin_timeout        60                    <= 30               info    sysctl -w net.ipv4.tcp_fin_timeout=30
 net.ipv4.tcp_max_tw_buckets     262144                >= 131072           ok      -
 net.core.netdev_max_backlog     1000                  >= 16384            info    sysctl -w net.core.netdev_max_backlog=16384
-net.core.rmem_max               212992                any                 ok      -
-net.core.wmem_max               212992                any                 ok      -
+net.core.rmem_max               212992                any (no h3)         ok      -
+net.core.wmem_max               212992                any (no h3)         ok      -
 net.ipv4.tcp_fastopen           1                     3                   info    sysctl -w net.ipv4.tcp_fastopen=3
 vm.swappiness                   60                    <= 10               info    sysctl -w vm.swappiness=10
 10000 connections: 0 LOW, 12 ok, 5 info
@@ -172,5 +175,31 @@ func TestCheckSystemRealProc(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "1000000 connections: ") {
 		t.Errorf("no summary line:\n%s", stdout.String())
+	}
+}
+
+// TestCheckSystemSmallN: a Debian default (SYN backlog 2048 on a small
+// machine) caps nothing for 100 connections, so it exits 0; and the
+// shipped example's HTTP/3 listener gets the same rmem_max/wmem_max
+// verdict the listener logs at start (the sizes quic-go asks for).
+func TestCheckSystemSmallN(t *testing.T) {
+	t.Parallel()
+	sys := fakeSystem(t, 65536)
+	dir := t.TempDir()
+	kernel := maps.Clone(stockKernel)
+	kernel["net/ipv4/tcp_max_syn_backlog"] = "2048\n"
+	testutil.WriteFiles(t, dir, kernel)
+	sys.Sys = os.DirFS(dir)
+	var stdout, stderr bytes.Buffer
+	if code := checkSystem([]string{"--connections", "100"}, &stdout, &stderr, sys); code != 0 {
+		t.Errorf("--connections 100 on a default kernel: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	example := filepath.Join(testutil.ModuleRoot(t), "examples", "edgeway.conf")
+	checkSystem([]string{"--connections", "100", "-c", example}, &stdout, &stderr, sys)
+	out := strings.Join(strings.Fields(stdout.String()), " ")
+	want := fmt.Sprintf("net.core.rmem_max 212992 >= %d info sysctl -w net.core.rmem_max=%d", h3.DefaultBufferSize, h3.DefaultBufferSize)
+	if !strings.Contains(out, want) {
+		t.Errorf("the example's h3 listener: no %q in\n%s", want, stdout.String())
 	}
 }

@@ -14,14 +14,19 @@ type env struct {
 	// configuration files, and the upstream pools' idle connections
 	// (tuning.md: "≥ 2 × connections + slack").
 	fds uint64
-	// acceptQueue is max(4096, min(65535, conns/16), largest listener
-	// backlog). 4096 is the kernel's default somaxconn since Linux 5.4;
-	// the material uses 65535 for about a million connections, which
-	// conns/16 reaches there: after a restart or a failover every client
-	// reconnects at once, and the queue has to hold the burst while the
-	// accept loops catch up. A listener's backlog above somaxconn is
-	// silently cut down to it (tuning.md: "min(backlog, somaxconn)").
+	// acceptQueue is max(min(conns, max(4096, min(65535, conns/16))),
+	// largest listener backlog). 4096 is the kernel's default somaxconn
+	// since Linux 5.4; the material uses 65535 for about a million
+	// connections, which conns/16 reaches there: after a restart or a
+	// failover every client reconnects at once, and the queue has to hold
+	// the burst while the accept loops catch up. The burst is never more
+	// than conns, so a smaller machine's defaults cap nothing. A
+	// listener's backlog above somaxconn is silently cut down to it
+	// (docs/tuning.md).
 	acceptQueue uint64
+	// udpRecv and udpSend are the largest UDP buffers an HTTP/3 listener
+	// asks for (0: none serves HTTP/3).
+	udpRecv, udpSend uint64
 	// tcpMemPages is conns × 4 KiB in pages of net.ipv4.tcp_mem: a busy
 	// connection holds at least a page of socket buffer, and past the
 	// third tcp_mem value the kernel refuses buffer memory ("TCP: out of
@@ -31,9 +36,11 @@ type env struct {
 
 func newEnv(sys System, p Params) env {
 	n := uint64(max(p.Connections, 1))
-	e := env{conns: n, fds: 2*n + 1024, acceptQueue: max(4096, min(65535, n/16))}
+	e := env{conns: n, fds: 2*n + 1024, acceptQueue: min(n, max(4096, min(65535, n/16)))}
 	for _, l := range p.Listeners {
 		e.acceptQueue = max(e.acceptQueue, uint64(max(l.Backlog, 0)))
+		e.udpRecv = max(e.udpRecv, uint64(max(l.UDPRecvBuffer, 0)))
+		e.udpSend = max(e.udpSend, uint64(max(l.UDPSendBuffer, 0)))
 	}
 	page := uint64(sys.PageSize)
 	if page == 0 {
@@ -103,10 +110,12 @@ var rules = []rule{
 	// Packets queued per CPU before the stack; depends on packet rate,
 	// not on the number of connections.
 	{key: "net.core.netdev_max_backlog", eval: atLeast(func(env) uint64 { return 16384 })},
-	// Ceilings for SO_RCVBUF/SO_SNDBUF. edgeway sets neither, so the
-	// kernel autotunes within tcp_rmem/tcp_wmem and these cap nothing.
-	{key: "net.core.rmem_max", eval: report},
-	{key: "net.core.wmem_max", eval: report},
+	// Ceilings for SO_RCVBUF/SO_SNDBUF. TCP sockets autotune within
+	// tcp_rmem/tcp_wmem, so these cap nothing there; an HTTP/3 listener's
+	// UDP socket asks for its buffers, and a lower ceiling caps them (the
+	// listener warns at start, naming the same sysctl).
+	{key: "net.core.rmem_max", eval: udpBuffer(func(e env) uint64 { return e.udpRecv })},
+	{key: "net.core.wmem_max", eval: udpBuffer(func(e env) uint64 { return e.udpSend })},
 	// TCP Fast Open: 1 client, 2 server, 3 both.
 	{key: "net.ipv4.tcp_fastopen", eval: exactly(3)},
 	// A swapped-out proxy stalls every connection it holds.
@@ -164,8 +173,15 @@ func exactly(want uint64) func(string, []uint64, env) verdict {
 	}
 }
 
-func report(string, []uint64, env) verdict {
-	return verdict{need: "any", ok: true}
+// udpBuffer is atLeast the size want returns, or any value when that is
+// 0 (no HTTP/3 listener).
+func udpBuffer(want func(env) uint64) func(string, []uint64, env) verdict {
+	return func(key string, v []uint64, e env) verdict {
+		if want(e) == 0 {
+			return verdict{need: "any (no h3)", ok: true}
+		}
+		return atLeast(want)(key, v, e)
+	}
 }
 
 func tcpMem(key string, v []uint64, e env) verdict {

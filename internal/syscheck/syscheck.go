@@ -57,6 +57,11 @@ type Listener struct {
 	Name      string
 	Backlog   int // 0: the system default, which Go takes from net.core.somaxconn
 	ReusePort bool
+	// UDPRecvBuffer and UDPSendBuffer are the UDP socket buffers an
+	// HTTP/3 listener asks for (0: it serves no HTTP/3): the rmem_max and
+	// wmem_max needs, the sizes the listener warns about at start when
+	// the kernel caps them.
+	UDPRecvBuffer, UDPSendBuffer int
 }
 
 // Params says what to check for.

@@ -89,7 +89,7 @@ func TestSyscheckRules(t *testing.T) {
 				"net.core.somaxconn":           {status: syscheck.OK, needed: ">= 4096"},
 				"net.ipv4.tcp_mem":             {status: syscheck.OK, needed: "max >= 10000 pages"},
 				"net.ipv4.ip_local_port_range": {status: syscheck.OK, current: "1024 65535"},
-				"net.core.rmem_max":            {status: syscheck.OK, needed: "any"},
+				"net.core.rmem_max":            {status: syscheck.OK, needed: "any (no h3)"},
 			}},
 		{desc: "the fd limit is short", conns: 10000, fsys: tree(nil), noFile: hardLimit(20000), wantLow: 1,
 			want: map[string]row{"ulimit -n": {status: syscheck.Low, current: "20000 (hard)",
@@ -132,6 +132,21 @@ func TestSyscheckRules(t *testing.T) {
 				"fs.nr_open":       {status: syscheck.Info, current: `unreadable: not a number: "lots"`, needed: ">= 21024"},
 				"fs.file-max":      {status: syscheck.Info, current: "unreadable: permission denied"},
 				"net.ipv4.tcp_mem": {status: syscheck.Info, current: "unreadable: 2 values, expected 3"},
+			}},
+		// A Debian default (somaxconn 4096, SYN backlog 2048 on a small
+		// machine) caps nothing for 100 connections.
+		{desc: "defaults hold a small N", conns: 100, noFile: hardLimit(1 << 20),
+			fsys: tree(map[string]string{"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "2048"}),
+			want: map[string]row{
+				"net.core.somaxconn":           {status: syscheck.OK, needed: ">= 100"},
+				"net.ipv4.tcp_max_syn_backlog": {status: syscheck.OK, needed: ">= 100"},
+			}},
+		{desc: "an HTTP/3 listener's UDP buffers", conns: 100, noFile: hardLimit(1 << 20),
+			fsys:      tree(map[string]string{"net.core.rmem_max": "212992", "net.core.wmem_max": "8388608"}),
+			listeners: []syscheck.Listener{{Name: "websecure", UDPRecvBuffer: 7 << 20, UDPSendBuffer: 7 << 20}},
+			want: map[string]row{
+				"net.core.rmem_max": {status: syscheck.Info, needed: ">= 7340032", fixSubstr: "sysctl -w net.core.rmem_max=7340032"},
+				"net.core.wmem_max": {status: syscheck.OK, needed: ">= 7340032"},
 			}},
 		{desc: "listener backlogs against somaxconn", conns: 10000, noFile: hardLimit(1 << 20), wantLow: 2,
 			fsys:      tree(map[string]string{"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "8192"}),

@@ -7,9 +7,10 @@ import (
 	"syscall"
 )
 
-// quicBufferSize is what quic-go asks of the kernel for each UDP buffer
-// (its desiredBufferSize on Linux).
-const quicBufferSize = 7 << 20
+// DefaultBufferSize is what quic-go asks of the kernel for each UDP
+// buffer (its desiredBufferSize on Linux), and so the size Listen warns
+// about when the kernel caps a buffer below it and no size is set.
+const DefaultBufferSize = 7 << 20
 
 func init() {
 	// quic-go logs its own note when the kernel caps a buffer; Listen
@@ -27,12 +28,12 @@ func setBuffers(pc *net.UDPConn, rcv, snd int) []string {
 	if rcv > 0 {
 		_ = pc.SetReadBuffer(rcv)
 	} else {
-		rcv = quicBufferSize
+		rcv = DefaultBufferSize
 	}
 	if snd > 0 {
 		_ = pc.SetWriteBuffer(snd)
 	} else {
-		snd = quicBufferSize
+		snd = DefaultBufferSize
 	}
 	var warns []string
 	for _, b := range []struct {
