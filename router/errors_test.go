@@ -99,10 +99,11 @@ func hangSignal(t testing.TB) (string, <-chan struct{}) {
 func TestUpstreamErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		desc   string
-		addr   func(t testing.TB) string
-		tune   func(*conf.Upstream)
-		status int
+		desc    string
+		addr    func(t testing.TB) string
+		tune    func(*conf.Upstream)
+		status  int
+		timeout string // the setting the log names, if any
 	}{
 		{desc: "connection refused", addr: closedAddr, status: 502},
 		{desc: "bad response", addr: func(t testing.TB) string {
@@ -111,7 +112,8 @@ func TestUpstreamErrors(t *testing.T) {
 		{desc: "closed without answer", addr: func(t testing.TB) string {
 			return rawServer(t, func(c net.Conn) { http.ReadRequest(bufio.NewReader(c)); c.Close() })
 		}, status: 502},
-		{desc: "response header timeout", addr: hang, tune: func(u *conf.Upstream) { u.ResponseTimeout = 100 * time.Millisecond }, status: 504},
+		{desc: "response header timeout", addr: hang, tune: func(u *conf.Upstream) { u.ResponseTimeout = 100 * time.Millisecond },
+			status: 504, timeout: "response_timeout"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -123,6 +125,9 @@ func TestUpstreamErrors(t *testing.T) {
 			attrs, level, ok := log.find("upstream request failed")
 			if !ok || level != slog.LevelWarn || attrs["route"] != "all" || attrs["server"] == "" || attrs["error"] == "" {
 				t.Errorf("error log = %v %v %v, want Warn with route, server and error", attrs, level, ok)
+			}
+			if attrs["timeout"] != tc.timeout {
+				t.Errorf("error log names timeout %q, want %q", attrs["timeout"], tc.timeout)
 			}
 		})
 	}

@@ -41,9 +41,12 @@ func (x *exchange) proxyError(err error) {
 	if x.server != nil {
 		server = x.server.Addr
 	}
-	x.r.log.LogAttrs(context.Background(), level, msg,
-		slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
-		slog.String("server", server), slog.Int("status", code), slog.Any("error", err))
+	attrs := []slog.Attr{slog.String("route", x.rt.name), slog.String("upstream", x.rt.upstream),
+		slog.String("server", server), slog.Int("status", code), slog.Any("error", err)}
+	if setting := timeoutSetting(code, x.cancel.Cause(), err); setting != "" {
+		attrs = append(attrs, slog.String("timeout", setting))
+	}
+	x.r.log.LogAttrs(context.Background(), level, msg, attrs...)
 	switch code {
 	case statusClientClosed:
 	case 413:
@@ -109,6 +112,22 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 		return 504, upstream.Failure
 	}
 	return 502, upstream.Failure
+}
+
+// timeoutSetting names the upstream block setting whose limit ended an
+// exchange answered code (504s, and the client body's 408), so that the
+// log says which to raise: "" when no timeout did.
+func timeoutSetting(code int, cause, err error) string {
+	var ue *upstream.Error
+	switch {
+	case cause == errClientIdle, cause == errUpstreamIdle:
+		return "idle_timeout"
+	case code != 504:
+		return ""
+	case errors.As(err, &ue) && ue.Kind == upstream.KindConnect:
+		return "connect_timeout"
+	}
+	return "response_timeout"
 }
 
 // errKindOf names an upstream failure for the metrics.

@@ -418,3 +418,28 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 }
+
+// TestShutdownGraceCutIsLogged: a request still in flight when
+// shutdown_grace (5s here) ends is cut, and the log says so, naming the
+// listener, the setting and what was closed; the exit is still clean.
+func TestShutdownGraceCutIsLogged(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release // past the grace: released when the test ends
+	}))
+	t.Cleanup(func() { close(release); up.Close() })
+	p, base, _ := startEdgeway(t, "", map[string]string{"a.routes": fmt.Sprintf(
+		"upstream u { server %s\n response_timeout 1m }\nroute r { match PathPrefix(`/`)\n to u }\n", hostPort(up))})
+	done := make(chan int, 1)
+	go func() { _, code := testutil.Curl(t, base+"/slow"); done <- code }()
+	<-entered
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if code := <-done; code == 0 {
+		t.Error("the cut request's client saw a complete answer")
+	}
+	p.WaitLog(t, `shutdown_grace ended before every request finished.*shutdown_grace=5s.*listener web: forced close.*1 serving a request`)
+}

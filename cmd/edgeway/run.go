@@ -273,7 +273,12 @@ func (d *daemon) shutdown() int {
 	d.shutdownH3(ctx)
 	d.stopACME()
 	for range d.servers {
-		if err := <-done; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		switch err := <-done; {
+		case errors.Is(err, context.DeadlineExceeded):
+			// The requests still in flight were cut: say so, and why.
+			d.log.Warn("shutdown_grace ended before every request finished; the rest were cut",
+				"shutdown_grace", d.cfg.ShutdownGrace.String(), "err", err)
+		case err != nil:
 			d.log.Error("shutdown", "err", err)
 			code = 1
 		}

@@ -181,9 +181,11 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.stop()
 		return nil
 	case <-ctx.Done():
+		st := e.Stats()
 		e.force()
 		e.stop()
-		return fmt.Errorf("engine: shutdown forced: %w", ctx.Err())
+		return fmt.Errorf("engine: shutdown forced, %d connections closed (%d serving a request, %d tunnels, %d taken over such as HTTP/2): %w",
+			st.Open, st.Active, st.Tunnels, st.Detached, ctx.Err())
 	}
 }
 
