@@ -168,8 +168,8 @@ type answer struct {
 
 // part is a literal piece of a redirect target or a variable.
 type part struct {
-	lit string
-	v   byte // 0: literal, 'p': $path, 'q': $query
+	lit string // a literal; for $query, the separator written before a non-empty query
+	v   byte   // 0: literal, 'p': $path, 'q': $query
 }
 
 func newRespond(code int, body string) *answer {
@@ -202,7 +202,13 @@ func newRedirect(code int, target string) (*answer, error) {
 			a.target = append(a.target, part{lit: target[:i]}, part{v: 'p'})
 			target = target[i+len("$path"):]
 		case strings.HasPrefix(target[i:], "$query"):
-			a.target = append(a.target, part{lit: target[:i]}, part{v: 'q'})
+			// A '?' or '&' just before $query is written only with a
+			// query: an empty one leaves no dangling separator.
+			lit, sep := target[:i], ""
+			if strings.HasSuffix(lit, "?") || strings.HasSuffix(lit, "&") {
+				lit, sep = lit[:len(lit)-1], lit[len(lit)-1:]
+			}
+			a.target = append(a.target, part{lit: lit}, part{v: 'q', lit: sep})
 			a.query = true
 			target = target[i+len("$query"):]
 		default:
@@ -213,15 +219,25 @@ func newRedirect(code int, target string) (*answer, error) {
 	return a, nil
 }
 
-// location expands a redirect target into buf.
+// location expands a redirect target into buf. An empty $query takes its
+// separator with it: "?$query" and "&$query" leave nothing, and in
+// "?$query&v=2" the parameters after it keep the '?'.
 func (a *answer) location(buf []byte, path, query string) []byte {
 	qmark := false
-	for _, p := range a.target {
-		switch p.v {
+	for i := 0; i < len(a.target); i++ {
+		switch p := a.target[i]; p.v {
 		case 'p':
 			buf = append(buf, path...)
 		case 'q':
-			buf = append(buf, query...)
+			if query != "" {
+				buf = append(buf, p.lit...)
+				buf = append(buf, query...)
+			} else if next := i + 1; p.lit != "" && next < len(a.target) && a.target[next].v == 0 &&
+				strings.HasPrefix(a.target[next].lit, "&") {
+				buf = append(buf, p.lit...)
+				buf = append(buf, a.target[next].lit[1:]...)
+				i++
+			}
 		default:
 			buf = append(buf, p.lit...)
 			qmark = qmark || strings.IndexByte(p.lit, '?') >= 0

@@ -54,6 +54,11 @@ func TestRedirectLocation(t *testing.T) {
 		{desc: "query appended with &", target: "https://e.com/?s=1", path: "/a", query: "x=1", want: "https://e.com/?s=1&x=1"},
 		{desc: "explicit query", target: "https://e.com$path?$query&v=2", path: "/a", query: "x=1", want: "https://e.com/a?x=1&v=2"},
 		{desc: "dollar kept", target: "https://e.com/$x", path: "/a", want: "https://e.com/$x"},
+		{desc: "empty query after ?", target: "https://e.com$path?$query", path: "/a", want: "https://e.com/a"},
+		{desc: "empty query after &", target: "https://e.com/n?x=1&$query", path: "/a", want: "https://e.com/n?x=1"},
+		{desc: "empty query, parameters after", target: "https://e.com$path?$query&v=2", path: "/a", want: "https://e.com/a?v=2"},
+		{desc: "empty query mid-string", target: "https://e.com/?$query#top", path: "/a", want: "https://e.com/#top"},
+		{desc: "query after ?", target: "https://e.com/n?x=1&$query", path: "/a", query: "z=9", want: "https://e.com/n?x=1&z=9"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
