@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,5 +125,50 @@ func TestMakeRunExample(t *testing.T) {
 	out, _ := testutil.Curl(t, "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "-H", "Host: old.example.com", base+"/a/b")
 	if out != "308 https://new.example.com/a/b" {
 		t.Errorf("redirect: %q", out)
+	}
+}
+
+// TestReadmeListenerSettings holds README's listener settings table to
+// conf.ListenerSettings, where each setting is declared: every setting has
+// a row, with its default as the declaration spells it and its reload
+// class.
+func TestReadmeListenerSettings(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "| setting | default | on reload | what it does |\n|---|---|---|---|\n")
+	if !ok {
+		t.Fatal("README has no listener settings table")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	type row struct{ setting, def, class string }
+	var rows []row
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.ReplaceAll(line, `\|`, "/"), " | ")
+		if len(cells) < 4 {
+			t.Fatalf("table line %q has %d cells", line, len(cells))
+		}
+		rows = append(rows, row{strings.TrimPrefix(cells[0], "| "), cells[1], cells[2]})
+	}
+	classes := map[conf.ReloadClass]string{conf.Live: "live", conf.Restart: "restart", conf.Identity: "refused"}
+	for _, s := range conf.ListenerSettings {
+		if s.Directive == "name" { // the block's argument, not a setting
+			continue
+		}
+		i := slices.IndexFunc(rows, func(r row) bool {
+			return strings.Contains(r.setting, "`"+s.Directive+" ") || strings.Contains(r.setting, "`"+s.Directive+"`")
+		})
+		if i < 0 {
+			t.Errorf("README's listener settings table has no row for %s", s.Directive)
+			continue
+		}
+		r := rows[i]
+		if r.class != classes[s.Class] {
+			t.Errorf("%s: README says %q on reload, conf.ListenerSettings %q", s.Directive, r.class, classes[s.Class])
+		}
+		if want := "`" + strings.TrimSpace(s.Default) + "`"; s.Default != "" && r.def != want {
+			t.Errorf("%s: README's default %s, conf.ListenerSettings %s", s.Directive, r.def, want)
+		}
 	}
 }
