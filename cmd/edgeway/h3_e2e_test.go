@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -333,4 +334,21 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestH3GetCommand: `edgeway h3get`, the README's way to try HTTP/3
+// without an HTTP/3 curl, gets an answer over QUIC, head and body.
+func TestH3GetCommand(t *testing.T) {
+	up := echoUpstream(t)
+	_, _, udpAddr, _ := h3Site(t, up, "")
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"h3get", "-k", "-i", "https://" + udpAddr + "/teapot"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 || !strings.HasPrefix(out, "HTTP/3.0 418 I'm a teapot\n") || !strings.Contains(out, "X-Teapot: yes\n") ||
+		!strings.HasSuffix(out, "\n\nshort and stout\n") {
+		t.Fatalf("h3get: exit %d, stdout %q, stderr %q", code, out, stderr.String())
+	}
+	if code := dispatch([]string{"h3get", "https://" + udpAddr + "/"}, &stdout, &stderr); code != 1 {
+		t.Errorf("h3get without -k against a certificate of an unknown CA: exit %d, want 1", code)
+	}
 }
