@@ -13,7 +13,7 @@ H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 PEBBLE    ?= github.com/letsencrypt/pebble/v2/cmd/...@v2.10.3
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test test-stress check vet fmt race peers tools bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-go fuzz clean
+.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-go fuzz clean
 
 all: build
 
@@ -70,6 +70,11 @@ test-stress:
 	@pids=; for i in $$(seq $(STRESS_HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
 	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
 	$(GO) test -count=3 -race $(RACE_PKGS)
+
+# acme-local: edgeway ordering a certificate from pebble on this machine
+# (scripts/acme-local.sh; KEEP=1 keeps it serving).
+acme-local: build tools
+	scripts/acme-local.sh
 
 # bench: edgeway beside nginx, HAProxy and Caddy (../shared/bench/run-peers.sh).
 bench: build

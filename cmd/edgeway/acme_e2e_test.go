@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -344,4 +345,36 @@ func TestACMEReloadOrdersNewName(t *testing.T) {
 	if got := strings.Count(p.Log(), "acme: ordering a certificate"); got != 2 {
 		t.Errorf("%d orders, want 2 (one per configured name); log:\n%s", got, p.Log())
 	}
+}
+
+// TestACMELocalRecipe runs the README's local ACME recipe
+// (scripts/acme-local.sh) on free ports: pebble issues, edgeway serves
+// the certificate, and the script shows it.
+func TestACMELocalRecipe(t *testing.T) {
+	acmetest.Require(t)
+	root := testutil.ModuleRoot(t)
+	cmd := exec.Command(filepath.Join(root, "scripts", "acme-local.sh"))
+	cmd.Env = append(os.Environ(), "EDGEWAY="+testutil.Binary(t), "TOOLS="+filepath.Join(root, "bin", "tools"), "WAIT=90",
+		fmt.Sprintf("HTTP_PORT=%d", testutil.FreePort(t)), fmt.Sprintf("TLS_PORT=%d", testutil.FreePort(t)),
+		fmt.Sprintf("PEBBLE_PORT=%d", freePortPair(t)), fmt.Sprintf("DNS_PORT=%d", freePortPair(t)))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "served over TLS with a certificate from pebble") ||
+		!strings.Contains(string(out), "DNS:demo.acme.test") || !strings.Contains(string(out), "Pebble Intermediate CA") {
+		t.Fatalf("scripts/acme-local.sh: %v\n%s", err, out)
+	}
+}
+
+// freePortPair returns a free port whose successor is free too (the
+// recipe puts a management port beside pebble's and the DNS server's).
+func freePortPair(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		p := testutil.FreePort(t)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1)); err == nil {
+			l.Close()
+			return p
+		}
+	}
+	t.Fatal("no two free ports in a row")
+	return 0
 }
