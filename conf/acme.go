@@ -86,7 +86,7 @@ func acmeDirective(b *builder, s *TLSStore, d *routes.Directive) {
 	a.Pos = b.pos(d.Pos)
 	run(b, acmeTable, &a, d.Block.Directives)
 	if !a.AcceptTerms {
-		b.errorf(d.Pos, "acme: needs `accept_terms on` (agreeing to the CA's terms of service)")
+		b.missingf(d, "acme: needs `accept_terms on` (agreeing to the CA's terms of service)")
 	}
 	for name := range b.names[acmeRouteNS] {
 		a.Routes = append(a.Routes, name)

@@ -23,6 +23,9 @@ type builder struct {
 	names   map[string]map[string]routes.Pos
 	refs    []ref
 	addrs   []boundAddr
+	// sortAt moves errors, by index in errs, to another place in the
+	// sorted list (missingf).
+	sortAt map[int]routes.Pos
 	// tlsListeners and tcpTo are kept for the checks validate runs once
 	// every block is read.
 	tlsListeners []namedPos
@@ -150,21 +153,56 @@ func (b *builder) declare(ns, name string, p routes.Pos) {
 	b.names[ns][name] = p
 }
 
+// missingf reports what block d lacks, at d; it is listed after the
+// errors inside the block, which are often its cause (`adr` misspelt is
+// the missing addr).
+func (b *builder) missingf(d *routes.Directive, format string, args ...any) {
+	b.errorf(d.Pos, format, args...)
+	if b.sortAt == nil {
+		b.sortAt = map[int]routes.Pos{}
+	}
+	b.sortAt[len(b.errs)-1] = lastPos(d)
+}
+
+// lastPos is where directive d ends: its block's "}".
+func lastPos(d *routes.Directive) routes.Pos {
+	if d.Block != nil && d.Block.End.Line > 0 {
+		return d.Block.End
+	}
+	return d.End()
+}
+
 func (b *builder) errorList() error {
-	list := ErrorList(b.errs)
-	b.sortDiags(list)
+	type keyed struct {
+		d   Diagnostic
+		key Pos
+	}
+	all := make([]keyed, len(b.errs))
+	for i, d := range b.errs {
+		all[i] = keyed{d, d.Pos}
+		if p, ok := b.sortAt[i]; ok {
+			all[i].key = b.pos(p)
+		}
+	}
+	slices.SortStableFunc(all, func(x, y keyed) int { return b.comparePos(x.key, y.key) })
+	list := make(ErrorList, len(all))
+	for i, k := range all {
+		list[i] = k.d
+	}
 	return &list
 }
 
 // sortDiags orders diagnostics by file load order, then line and column.
 func (b *builder) sortDiags(list []Diagnostic) {
-	slices.SortStableFunc(list, func(x, y Diagnostic) int {
-		if c := b.order[x.Pos.File] - b.order[y.Pos.File]; c != 0 {
-			return c
-		}
-		if x.Pos.Line != y.Pos.Line {
-			return x.Pos.Line - y.Pos.Line
-		}
-		return x.Pos.Col - y.Pos.Col
-	})
+	slices.SortStableFunc(list, func(x, y Diagnostic) int { return b.comparePos(x.Pos, y.Pos) })
+}
+
+func (b *builder) comparePos(x, y Pos) int {
+	if c := b.order[x.File] - b.order[y.File]; c != 0 {
+		return c
+	}
+	if x.Line != y.Line {
+		return x.Line - y.Line
+	}
+	return x.Col - y.Col
 }

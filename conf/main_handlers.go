@@ -41,7 +41,7 @@ func listenDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	l.Pos = b.pos(d.Pos)
 	run(b, listenTable, &l, d.Block.Directives)
 	if !hasDirective(d, "addr") {
-		b.errorf(d.Pos, "listener %q has no addr", l.Name)
+		b.missingf(d, "listener %q has no addr", l.Name)
 	}
 	if a := findDirective(d, "accept_loops"); a != nil && l.AcceptLoops > 1 && !l.ReusePort {
 		b.errorf(a.Args[0].Pos, "accept_loops: %d sockets need `reuseport on`", l.AcceptLoops)
@@ -180,7 +180,7 @@ func adminDirective(b *builder, _ *routes.File, d *routes.Directive) {
 		b.addrs = append(b.addrs, boundAddr{owner: "the admin API", addr: a.Listen, pos: d.Pos})
 	}
 	if !hasDirective(d, "token_file") {
-		b.errorf(d.Pos, "admin block has no token_file (every /api/ call needs a bearer token; "+
+		b.missingf(d, "admin block has no token_file (every /api/ call needs a bearer token; "+
 			"make one with: head -c 32 /dev/urandom | base64 > admin.token && chmod 600 admin.token)")
 	}
 	b.cfg.Admin = a

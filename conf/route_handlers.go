@@ -38,7 +38,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	switch {
 	case r.terminal != nil || hasDirective(d, "to"):
 	case hasDirective(d, "redirect_https"):
-		b.errorf(d.Pos, "route %q redirects only requests without TLS; it needs `to UPSTREAM` or a respond or redirect line for the others", r.name)
+		b.missingf(d, "route %q redirects only requests without TLS; it needs `to UPSTREAM` or a respond or redirect line for the others", r.name)
 	default:
 		b.errorf(d.Pos, "route %q has neither `to UPSTREAM` nor a respond or redirect line", r.name)
 	}
@@ -51,7 +51,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 func tcpRouteDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	r := b.draft(d, rule.TCP, tcpRouteTable)
 	if !hasDirective(d, "to") {
-		b.errorf(d.Pos, "tcp route %q has no `to UPSTREAM` line", r.name)
+		b.missingf(d, "tcp route %q has no `to UPSTREAM` line", r.name)
 	} else if r.upstream != "" {
 		b.tcpTo = append(b.tcpTo, tcpTo{route: r.name, upstream: r.upstream, pos: r.toPos})
 	}
@@ -66,7 +66,7 @@ func (b *builder) draft(d *routes.Directive, kind rule.Kind, tbl table[*draft]) 
 	r := &draft{label: d.Name, kind: kind, name: b.name(d, "route"), pos: d.Pos}
 	run(b, tbl, r, d.Block.Directives)
 	if !r.matched {
-		b.errorf(d.Pos, "%s %q has no `match` line", r.label, r.name)
+		b.missingf(d, "%s %q has no `match` line", r.label, r.name)
 	}
 	if !r.hasPriority && r.rule != nil {
 		r.priority = r.rule.DefaultPriority()

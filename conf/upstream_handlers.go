@@ -29,7 +29,7 @@ func upstreamDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	u.Pos = b.pos(d.Pos)
 	run(b, upstreamTable, &u, d.Block.Directives)
 	if len(u.Servers) == 0 && !hasDirective(d, "server") {
-		b.errorf(d.Pos, "upstream %q has no servers (expected at least one `server ADDR` line)", u.Name)
+		b.missingf(d, "upstream %q has no servers (expected at least one `server ADDR` line)", u.Name)
 	}
 	b.cfg.Upstreams = append(b.cfg.Upstreams, u)
 }

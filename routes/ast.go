@@ -46,6 +46,7 @@ func (d *Directive) End() Pos {
 // Block is the `{ ... }` part of a directive.
 type Block struct {
 	Pos        Pos // of the "{"
+	End        Pos // of the "}"
 	Directives []*Directive
 }
 

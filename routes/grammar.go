@@ -140,9 +140,11 @@ func (p *parser) stmt() (*Directive, *Error) {
 		if err != nil {
 			return nil, err
 		}
-		if t := p.peek(); t.typ != tokRBrace {
+		t := p.peek()
+		if t.typ != tokRBrace {
 			return nil, p.unexpected(t)
 		}
+		b.End = p.pos(t.start)
 		p.i++
 		b.Directives = stmts
 		d.Block = b
