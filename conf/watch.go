@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -97,6 +98,11 @@ type WatchOptions struct {
 	// stream of events that never pauses delays a reload by at most
 	// 10 × Debounce.
 	Debounce time.Duration
+	// MaxWriteWait bounds how long a comparison waits for a writer that
+	// modified a configuration file to close it (Linux; elsewhere the
+	// debounce alone decides). Zero means 10s; after it the file is read
+	// as it is, with a warning.
+	MaxWriteWait time.Duration
 	// Log receives what the watcher cannot act on: a folder it cannot
 	// watch, a dropped event queue, a panic in reload. Nil discards it.
 	Log *slog.Logger
@@ -106,22 +112,33 @@ type WatchOptions struct {
 // file, the files its includes match, and the set of files those globs
 // match (a file added or removed). It watches folders, not files, so that
 // editors that write a temporary file and rename it over the old one, and
-// Kubernetes' ConfigMap volumes that swap a ..data symlink, are seen. An
-// event only schedules a comparison: reload is called when the content of
-// a file, read through its symlinks, or the list of files differs from the
-// last comparison, so touching a file or writing an unrelated file in the
-// same folder does not reload (it costs one read of the configuration
-// files).
+// Kubernetes' ConfigMap volumes that swap a ..data symlink, are seen.
+//
+// Only an event on a path the configuration reaches (a file, a symlink or
+// folder on the way to one, a name an include glob matches) schedules a
+// comparison; an access log written in the same folder costs nothing. A
+// comparison waits while a writer holds a changed file open (Linux), so a
+// file truncated and then slowly rewritten is read once, whole. Reload is
+// called when the content of a file, read through its symlinks, or the
+// list of files differs from the last comparison, so touching a file does
+// not reload.
 type Watcher struct {
 	main     string
 	debounce time.Duration
+	maxWait  time.Duration
 	log      *slog.Logger
 	fsw      *fsnotify.Watcher
+	writes   *openWrites
 	dirs     map[string]bool // folders watched now, resolved
 	sums     map[string]string
+	reach    reach // the paths whose events schedule a comparison
+	ran      atomic.Bool
 	close    sync.Once
-	// checked, when set (by tests), is called after each comparison.
-	checked func(changed bool)
+	closeW   sync.Once
+	// checked, when set (by tests), is called after each comparison;
+	// scheduled after each event that schedules one.
+	checked   func(changed bool)
+	scheduled func(name string)
 }
 
 // NewWatcher watches the configuration whose main file is mainFile, as it
@@ -137,21 +154,27 @@ func NewWatcher(mainFile string, opts WatchOptions) (*Watcher, error) {
 		main:     osFS{}.Abs(mainFile),
 		debounce: opts.Debounce,
 		log:      opts.Log,
+		maxWait:  opts.MaxWriteWait,
 		fsw:      fsw,
+		writes:   newOpenWrites(),
 		dirs:     map[string]bool{},
 	}
 	if w.debounce <= 0 {
 		w.debounce = 100 * time.Millisecond
+	}
+	if w.maxWait <= 0 {
+		w.maxWait = 10 * time.Second
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ws := Watched(w.main)
 	if err := w.watchDirs(ws); err != nil {
-		fsw.Close()
+		w.Close()
 		return nil, fmt.Errorf("watching configuration: %w", err)
 	}
 	w.sums = fingerprint(ws)
+	w.reach = reachOf(ws)
 	return w, nil
 }
 
@@ -172,11 +195,14 @@ func Watch(ctx context.Context, mainFile string, debounce time.Duration, reload 
 // watcher reads the main file again, so what it watches follows the
 // includes. Run may be called once.
 func (w *Watcher) Run(ctx context.Context, reload func()) error {
+	w.ran.Store(true)
+	defer w.closeW.Do(w.writes.close)
 	defer w.Close()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var first time.Time // the first event not yet compared; zero when none
+	var first time.Time   // the first event not yet compared; zero when none
+	var waiting time.Time // since when a writer holds a changed file open
 	schedule := func() {
 		now := time.Now()
 		if first.IsZero() {
@@ -192,7 +218,10 @@ func (w *Watcher) Run(ctx context.Context, reload func()) error {
 			if !ok {
 				return nil // Close was called
 			}
-			if ev.Op != fsnotify.Chmod {
+			if ev.Op != fsnotify.Chmod && w.reach.has(ev.Name) {
+				if w.scheduled != nil {
+					w.scheduled(ev.Name)
+				}
 				schedule()
 			}
 		case err, ok := <-w.fsw.Errors:
@@ -202,7 +231,18 @@ func (w *Watcher) Run(ctx context.Context, reload func()) error {
 			w.log.Warn("watching configuration", "err", err)
 			schedule() // after a dropped event, compare anyway
 		case <-timer.C:
-			first = time.Time{}
+			if open := w.writes.writing(w.reach.files); len(open) > 0 {
+				if waiting.IsZero() {
+					waiting = time.Now()
+				}
+				if time.Since(waiting) < w.maxWait {
+					timer.Reset(w.debounce) // look again once the writer may be done
+					continue
+				}
+				w.log.Warn("configuration file still open for writing; reading it as it is",
+					"files", strings.Join(open, " "), "waited", w.maxWait.String())
+			}
+			first, waiting = time.Time{}, time.Time{}
 			w.compare(reload)
 		}
 	}
@@ -213,6 +253,9 @@ func (w *Watcher) Run(ctx context.Context, reload func()) error {
 func (w *Watcher) Close() error {
 	var err error
 	w.close.Do(func() { err = w.fsw.Close() })
+	if !w.ran.Load() {
+		w.closeW.Do(w.writes.close) // else Run closes it as it returns
+	}
 	return err
 }
 
@@ -230,6 +273,7 @@ func (w *Watcher) compare(reload func()) {
 	sums := fingerprint(ws)
 	changed := !maps.Equal(sums, w.sums)
 	w.sums = sums
+	w.reach = reachOf(ws)
 	if changed {
 		w.callReload(reload)
 	}
@@ -254,6 +298,7 @@ func (w *Watcher) watchDirs(ws WatchSet) error {
 		if err := w.fsw.Add(d); err != nil {
 			return fmt.Errorf("folder %s: %w", d, err)
 		}
+		w.writes.add(d)
 		w.dirs[d] = true
 	}
 	return nil
@@ -266,6 +311,7 @@ func (w *Watcher) updateDirs(ws WatchSet) (added bool) {
 	for d := range w.dirs {
 		if !slices.Contains(want, d) {
 			w.fsw.Remove(d) // fails for a folder already gone; nothing to do then
+			w.writes.remove(d)
 			delete(w.dirs, d)
 		}
 	}
@@ -277,6 +323,7 @@ func (w *Watcher) updateDirs(ws WatchSet) (added bool) {
 			w.log.Warn("watching configuration", "folder", d, "err", err)
 			continue
 		}
+		w.writes.add(d)
 		w.dirs[d], added = true, true
 	}
 	return added
@@ -362,4 +409,91 @@ func fingerprint(ws WatchSet) map[string]string {
 		sums[f] = fmt.Sprintf("%x", sha256.Sum256(b))
 	}
 	return sums
+}
+
+// reach is what the configuration reaches in the file system, in the
+// form event names take (folders resolved): the paths of its files, of
+// every symlink on the way to their content and of the folders above
+// them, and its include globs.
+type reach struct {
+	paths map[string]bool
+	files []string // each file's content, resolved (what a writer writes)
+	globs []string
+}
+
+func reachOf(ws WatchSet) reach {
+	r := reach{paths: map[string]bool{}}
+	res := resolver{}
+	for _, f := range ws.Files {
+		for _, p := range linkChain(f) {
+			// The folders on the way count too: one swapped (Kubernetes'
+			// ..data) or created changes what the file reads.
+			for a := p; ; a = filepath.Dir(a) {
+				r.paths[res.path(a)] = true
+				if filepath.Dir(a) == a {
+					break
+				}
+			}
+		}
+		if resolved, err := filepath.EvalSymlinks(f); err == nil {
+			r.files = append(r.files, resolved)
+		}
+	}
+	for _, g := range ws.Globs {
+		r.globs = append(r.globs, res.path(g))
+	}
+	return r
+}
+
+// has reports whether an event on name can change the configuration:
+// name is one of its paths, or a name an include glob matches or a folder
+// on the way to such a name.
+func (r reach) has(name string) bool {
+	if r.paths[name] {
+		return true
+	}
+	for _, g := range r.globs {
+		if globReaches(g, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// globReaches reports whether name matches pattern, or matches as many of
+// its leading elements as name has (a folder a match could be under).
+func globReaches(pattern, name string) bool {
+	sep := string(filepath.Separator)
+	pe, ne := strings.Split(pattern, sep), strings.Split(name, sep)
+	if len(ne) > len(pe) {
+		return false
+	}
+	ok, err := filepath.Match(strings.Join(pe[:len(ne)], sep), name)
+	return ok && err == nil
+}
+
+// resolver resolves folders through their symlinks, once each.
+type resolver map[string]string
+
+// path is p with its folder resolved (its longest existing leading part
+// through symlinks, the rest as written): the name an event in a watched,
+// resolved folder carries.
+func (r resolver) path(p string) string {
+	return filepath.Join(r.dir(filepath.Dir(p)), filepath.Base(p))
+}
+
+func (r resolver) dir(d string) string {
+	if v, ok := r[d]; ok {
+		return v
+	}
+	v, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		if parent := filepath.Dir(d); parent != d {
+			v = filepath.Join(r.dir(parent), filepath.Base(d))
+		} else {
+			v = d
+		}
+	}
+	r[d] = v
+	return v
 }

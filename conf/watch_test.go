@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type watchProbe struct {
 	compares atomic.Int64
 	mu       sync.Mutex
 	seen     []string // the main file's routes/a.routes content at each reload
+	events   []string // the events that scheduled a comparison
 }
 
 // startWatch writes files under a new folder, watches main in it, and
@@ -38,13 +40,22 @@ func startWatch(t *testing.T, main string, files map[string]string, debounce tim
 }
 
 func watchIn(t *testing.T, main string, debounce time.Duration) *watchProbe {
+	return watchWith(t, main, WatchOptions{Debounce: debounce})
+}
+
+func watchWith(t *testing.T, main string, opts WatchOptions) *watchProbe {
 	t.Helper()
 	p := &watchProbe{}
-	w, err := NewWatcher(main, WatchOptions{Debounce: debounce})
+	w, err := NewWatcher(main, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.checked = func(bool) { p.compares.Add(1) }
+	w.scheduled = func(name string) {
+		p.mu.Lock()
+		p.events = append(p.events, name)
+		p.mu.Unlock()
+	}
 	probe := filepath.Join(filepath.Dir(main), "routes", "a.routes")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -139,12 +150,72 @@ func TestWatchSameContentDoesNotReload(t *testing.T) {
 	})
 }
 
+// TestWatchUnrelatedFiles writes files the configuration does not reach
+// beside the ones it does, an access log among them: they schedule no
+// comparison (so a busy log cannot hold a reload back), and the rewrite
+// of a route file that follows them does.
 func TestWatchUnrelatedFiles(t *testing.T) {
 	t.Parallel()
-	dir, p := startWatch(t, "edgeway.conf", watchFiles, quietDebounce)
-	p.quiet(t, func() { write(t, filepath.Join(dir, "notes.txt"), "hello") })
-	p.quiet(t, func() { write(t, filepath.Join(dir, "routes/.a.routes.swp"), "vim") })
-	p.quiet(t, func() { write(t, filepath.Join(dir, "routes/README"), "not a route file") })
+	dir, p := startWatch(t, "edgeway.conf", watchFiles, 20*time.Millisecond)
+	for i := range 20 {
+		write(t, filepath.Join(dir, "access.log"), fmt.Sprintf("request %d\n", i))
+	}
+	write(t, filepath.Join(dir, "notes.txt"), "hello")
+	write(t, filepath.Join(dir, "routes/.a.routes.swp"), "vim")
+	write(t, filepath.Join(dir, "routes/README"), "not a route file")
+	must(t, os.Mkdir(filepath.Join(dir, "logs"), 0o755))
+	write(t, filepath.Join(dir, "routes/a.routes"), watchFiles["routes/a.routes"]) // same content
+	testutil.Eventually(t, waitTimeout, func() bool { return p.compares.Load() > 0 }, "no comparison after the route file's rewrite")
+	p.mu.Lock()
+	events := slices.Clone(p.events)
+	p.mu.Unlock()
+	for _, e := range events {
+		if filepath.Base(e) != "a.routes" {
+			t.Errorf("an event on %s scheduled a comparison; only routes/a.routes should (all: %v)", e, events)
+		}
+	}
+	if n := p.reloads.Load(); n != 0 {
+		t.Errorf("%d reloads, want 0 (no content changed)", n)
+	}
+}
+
+// TestWatchSlowWriter truncates a route file and writes its new content
+// 0.4s later on the same descriptor, as a shell redirect from a slow
+// program does: the reload reads the file once it is closed, never empty.
+func TestWatchSlowWriter(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("close-after-write is seen on Linux only")
+	}
+	dir, p := startWatch(t, "edgeway.conf", watchFiles, 20*time.Millisecond)
+	f, err := os.OpenFile(filepath.Join(dir, "routes/a.routes"), os.O_WRONLY|os.O_TRUNC, 0)
+	must(t, err)
+	time.Sleep(400 * time.Millisecond) // the writer's pause is the case under test, not a wait
+	_, err = f.WriteString("# rewritten\n")
+	must(t, err)
+	must(t, f.Close())
+	testutil.Eventually(t, waitTimeout, func() bool { return p.lastSeen() == "# rewritten\n" }, "reload saw %q", p.lastSeen())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if slices.Contains(p.seen, "") {
+		t.Errorf("a reload read the file while it was truncated: %q", p.seen)
+	}
+}
+
+// TestWatchWriterNeverCloses: a writer that keeps a truncated file open
+// past MaxWriteWait does not stop reloads; the file is read as it is.
+func TestWatchWriterNeverCloses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, watchFiles)
+	p := watchWith(t, filepath.Join(dir, "edgeway.conf"), WatchOptions{Debounce: 20 * time.Millisecond, MaxWriteWait: 200 * time.Millisecond})
+	f, err := os.OpenFile(filepath.Join(dir, "routes/a.routes"), os.O_WRONLY|os.O_TRUNC, 0)
+	must(t, err)
+	defer f.Close()
+	p.waitReloads(t, 1)
+	if got := p.lastSeen(); got != "" {
+		t.Errorf("reload saw %q, want the truncated file", got)
+	}
 }
 
 // TestWatchWriteTempAndRename saves the way vim (backupcopy=no), VS Code
