@@ -2,7 +2,9 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -68,7 +70,15 @@ func (s *Server) explain(r *http.Request) (any, error) {
 // the configuration was refused (the old one stays live), 503 when it
 // could not run.
 func (s *Server) reload(r *http.Request) (any, error) {
-	res, err := s.opts.Reloader.Reload(r.Context())
+	var opts ReloadOptions
+	if v := r.URL.Query().Get("allow_empty"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("allow_empty: want 1, true, 0 or false, got %q", v)}
+		}
+		opts.AllowEmpty = b
+	}
+	res, err := s.opts.Reloader.Reload(r.Context(), opts)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {

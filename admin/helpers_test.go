@@ -101,7 +101,7 @@ type fakeState struct {
 	routes  []Route
 	status  ConfigStatus
 	explain func(ExplainQuery) (Explanation, error)
-	reload  func(context.Context) (ReloadResult, error)
+	reload  func(context.Context, ReloadOptions) (ReloadResult, error)
 }
 
 func (f *fakeState) Routes() []Route            { return f.routes }
@@ -113,11 +113,11 @@ func (f *fakeState) Explain(q ExplainQuery) (Explanation, error) {
 	return f.explain(q)
 }
 
-func (f *fakeState) Reload(ctx context.Context) (ReloadResult, error) {
+func (f *fakeState) Reload(ctx context.Context, opts ReloadOptions) (ReloadResult, error) {
 	if f.reload == nil {
 		return ReloadResult{OK: true}, nil
 	}
-	return f.reload(ctx)
+	return f.reload(ctx, opts)
 }
 
 // Interface guards.

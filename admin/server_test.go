@@ -127,9 +127,18 @@ func TestExplain(t *testing.T) {
 func TestReload(t *testing.T) {
 	t.Parallel()
 	var next func(context.Context) (ReloadResult, error)
-	f := &fakeState{reload: func(ctx context.Context) (ReloadResult, error) { return next(ctx) }}
+	var got ReloadOptions
+	f := &fakeState{reload: func(ctx context.Context, opts ReloadOptions) (ReloadResult, error) { got = opts; return next(ctx) }}
 	_, base := startServer(t, allOptions(f))
 	next = func(context.Context) (ReloadResult, error) { return ReloadResult{OK: true, Generation: 2}, nil }
+	for q, want := range map[string]bool{"": false, "?allow_empty=1": true, "?allow_empty=false": false} {
+		if r := call(t, "POST", base+"/api/reload"+q, testToken); r.status != 200 || got.AllowEmpty != want {
+			t.Errorf("POST /api/reload%s: %d, AllowEmpty %v, want %v", q, r.status, got.AllowEmpty, want)
+		}
+	}
+	if r := call(t, "POST", base+"/api/reload?allow_empty=yes", testToken); r.status != 400 || !strings.Contains(r.jsonError(t), "allow_empty") {
+		t.Errorf("allow_empty=yes: %d %s", r.status, r.body)
+	}
 	var res ReloadResult
 	r := call(t, "POST", base+"/api/reload", testToken)
 	r.decode(t, &res)

@@ -14,7 +14,15 @@ import (
 // ctx ended); a configuration that is refused is a ReloadResult with OK
 // false.
 type Reloader interface {
-	Reload(ctx context.Context) (ReloadResult, error)
+	Reload(ctx context.Context, opts ReloadOptions) (ReloadResult, error)
+}
+
+// ReloadOptions are the choices a POST /api/reload can make.
+type ReloadOptions struct {
+	// AllowEmpty applies a configuration that leaves a listener that
+	// serves routes with none (?allow_empty=1); otherwise such a reload
+	// is refused, as a truncated route file would cause it.
+	AllowEmpty bool
 }
 
 // RouteLister lists the routes of the live table.

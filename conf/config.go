@@ -7,6 +7,7 @@ package conf
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/edgeway/edgeway/routes/rule"
@@ -368,4 +369,25 @@ type Diagnostic struct {
 	// Err is the underlying error when one caused the diagnostic (a file
 	// that cannot be read); nil otherwise.
 	Err error
+}
+
+// RouteCount is the number of routes listener l serves: the routes that
+// name it or name no listener, and on a TLS listener the tcp routes that
+// do.
+func (c *Config) RouteCount(l Listener) int {
+	serves := func(names []string) bool { return len(names) == 0 || slices.Contains(names, l.Name) }
+	n := 0
+	for _, r := range c.Routes {
+		if serves(r.Listeners) {
+			n++
+		}
+	}
+	if slices.Contains(l.Protocols, "tls") {
+		for _, r := range c.TCPRoutes {
+			if serves(r.Listeners) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -497,3 +497,15 @@ func (r resolver) dir(d string) string {
 	r[d] = v
 	return v
 }
+
+// Fingerprint hashes the content of every file the configuration whose
+// main file is mainFile reaches (see Watched), so that two reload
+// triggers for one change can be told apart from two changes.
+func Fingerprint(mainFile string) string {
+	sums := fingerprint(Watched(mainFile))
+	h := sha256.New()
+	for _, f := range slices.Sorted(maps.Keys(sums)) {
+		fmt.Fprintf(h, "%s\x00%s\x00", f, sums[f])
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}

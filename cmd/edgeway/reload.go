@@ -19,13 +19,14 @@ var errStopping = errors.New("edgeway is shutting down")
 // reloadRequest is a POST /api/reload waiting for wait's goroutine to run
 // it; done has room for the result.
 type reloadRequest struct {
+	opts admin.ReloadOptions
 	done chan admin.ReloadResult
 }
 
 // Reload implements admin.Reloader: the reload runs on wait's goroutine,
 // as SIGHUP's and the file watcher's do, so reloads never overlap.
-func (d *daemon) Reload(ctx context.Context) (admin.ReloadResult, error) {
-	req := reloadRequest{done: make(chan admin.ReloadResult, 1)}
+func (d *daemon) Reload(ctx context.Context, opts admin.ReloadOptions) (admin.ReloadResult, error) {
+	req := reloadRequest{opts: opts, done: make(chan admin.ReloadResult, 1)}
 	select {
 	case d.reloads <- req:
 	case <-d.stopping:
@@ -41,19 +42,39 @@ func (d *daemon) Reload(ctx context.Context) (admin.ReloadResult, error) {
 	}
 }
 
+// reloadChanged reloads for SIGHUP and the file watcher: once per change.
+// The signal and the watcher both see one edit, and a file the watcher
+// already reloaded (or refused) is not read again for the signal that
+// follows it; POST /api/reload always reloads.
+func (d *daemon) reloadChanged(trigger string) {
+	if conf.Fingerprint(d.file) == d.attempted {
+		d.log.Info("configuration files unchanged since the last reload; nothing to do", "trigger", trigger)
+		return
+	}
+	if trigger == "watch" {
+		d.log.Info("configuration files changed; reloading")
+	}
+	d.reload(trigger, admin.ReloadOptions{})
+}
+
 // reload re-reads the configuration files; only a configuration that loads
 // and validates whole replaces the live routes. Listener settings of the
 // Live class are applied; the others need a restart and are named, not
 // applied. The result is logged, counted
 // and kept for GET /api/config.
-func (d *daemon) reload(trigger string) admin.ReloadResult {
+func (d *daemon) reload(trigger string, opts admin.ReloadOptions) admin.ReloadResult {
 	start := time.Now()
+	d.attempted = conf.Fingerprint(d.file)
 	res := admin.ReloadResult{Trigger: trigger, Time: start}
-	if cfg, errs := d.loadNext(); len(errs) > 0 {
+	if cfg, errs := d.loadNext(opts); len(errs) > 0 {
 		res.Error = "reload refused; old configuration stays live"
 		res.Errors = errs
 		for _, e := range errs {
-			d.log.Error("reload refused; old routes stay live", "at", e.At, "err", e.Message)
+			if e.At == "" {
+				d.log.Error("reload refused; old routes stay live", "trigger", trigger, "err", e.Message)
+			} else {
+				d.log.Error("reload refused; old routes stay live", "trigger", trigger, "at", e.At, "err", e.Message)
+			}
 		}
 	} else {
 		res.OK = true
@@ -71,13 +92,18 @@ func (d *daemon) reload(trigger string) admin.ReloadResult {
 
 // loadNext loads the files and applies them to the router; it returns
 // every reason it refused them.
-func (d *daemon) loadNext() (*conf.Config, []admin.ReloadError) {
+func (d *daemon) loadNext(opts admin.ReloadOptions) (*conf.Config, []admin.ReloadError) {
 	cfg, err := conf.Load(d.file)
 	if err != nil {
 		return nil, reloadErrors(err)
 	}
 	if err := listenersChanged(d.bound, cfg.Listeners); err != nil {
 		return nil, reloadErrors(err)
+	}
+	if !opts.AllowEmpty {
+		if errs := emptiedListeners(d.cfg, cfg); len(errs) > 0 {
+			return nil, errs
+		}
 	}
 	for i, b := range d.bound {
 		// Live settings apply below (updateListeners); the others are
@@ -120,6 +146,24 @@ func (d *daemon) updateListeners(cfg *conf.Config) {
 			d.log.Info("listener settings applied", "listener", next.Name, "settings", strings.Join(changed, " "))
 		}
 	}
+}
+
+// emptiedListeners refuses a configuration that leaves a listener that
+// serves routes now with none: what a truncated or half-written route
+// file looks like. An operator who means it reloads with
+// POST /api/reload?allow_empty=1.
+func emptiedListeners(live, next *conf.Config) []admin.ReloadError {
+	var errs []admin.ReloadError
+	for i, l := range next.Listeners {
+		now := live.RouteCount(live.Listeners[i])
+		if now == 0 || next.RouteCount(l) > 0 {
+			continue
+		}
+		errs = append(errs, admin.ReloadError{At: l.Pos.String(), Message: fmt.Sprintf(
+			"listener %s would serve no routes (it serves %d now): refused, as an emptied or half-written route file would cause it; to empty it on purpose, reload with POST /api/reload?allow_empty=1",
+			l.Name, now)})
+	}
+	return errs
 }
 
 // adminSettings is the part of the admin block fixed at start.

@@ -41,6 +41,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	applyRuntime(cfg.Runtime)
 	d := newDaemon(file, cfg, logs)
+	d.attempted = conf.Fingerprint(file)
 	if err := d.metrics.Register(panics.Collector()); err != nil {
 		logs.log.Error("start failed", "err", err)
 		return 1
@@ -90,6 +91,7 @@ type daemon struct {
 	metrics    *admin.Metrics
 	live       atomic.Pointer[liveConfig]
 	generation int
+	attempted  string // conf.Fingerprint of the files last loaded or refused
 	lastReload atomic.Pointer[admin.ReloadResult]
 	reloads    chan reloadRequest // POST /api/reload, served by wait
 	stopping   chan struct{}      // closed when shutdown begins
@@ -190,17 +192,16 @@ func (d *daemon) wait() int {
 		case sig := <-sigs:
 			switch sig {
 			case syscall.SIGHUP:
-				d.reload("signal")
+				d.reloadChanged("signal")
 			case syscall.SIGUSR1:
 				d.reopenLogs()
 			default:
 				return d.stop(sig, sigs)
 			}
 		case <-d.changed:
-			d.log.Info("configuration files changed; reloading")
-			d.reload("watch")
+			d.reloadChanged("watch")
 		case req := <-d.reloads:
-			req.done <- d.reload("api")
+			req.done <- d.reload("api", req.opts)
 		case err := <-d.errc:
 			if err != nil {
 				d.log.Error("listener failed", "err", err)
