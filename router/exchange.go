@@ -10,6 +10,7 @@ import (
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes/rule"
 	"github.com/edgeway/edgeway/upstream"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // exchange is the state of one request. Exchanges are pooled, and so is
@@ -21,8 +22,8 @@ import (
 type exchange struct {
 	r        *Router
 	wd       watchdog
-	cancel   upstream.Canceler // aborts the upstream exchange (idle watchdog)
-	cancelFn func(error)       // cancel.Cancel, bound once
+	cancel   httpclient.Canceler // aborts the upstream exchange (idle watchdog)
+	cancelFn func(error)         // cancel.Cancel, bound once
 	requestState
 }
 
@@ -61,8 +62,8 @@ type requestState struct {
 	status     int // status for the log when none was written (499)
 	tap        *bodyTap
 	gate       *bodyGate // the current try's request body gate; nil: no body sent
-	out        upstream.Request
-	resp       upstream.Response
+	out        httpclient.Request
+	resp       httpclient.Response
 	outHdr     httpmsg.Header // outbound request fields, reused
 	respHdr    httpmsg.Header // response fields sent to the client, reused
 	buf        []byte         // Forwarded value, redirect target

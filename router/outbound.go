@@ -1,7 +1,7 @@
 package router
 
 import (
-	"github.com/edgeway/edgeway/upstream"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // buildOutbound fills x.out: the target after path rewriting, the
@@ -28,7 +28,7 @@ func (x *exchange) buildOutbound() {
 	// client's request (the front end's buffer) or the exchange's own:
 	// all valid until finish; the upstream client copies what it keeps
 	// (bytesString).
-	x.out = upstream.Request{
+	x.out = httpclient.Request{
 		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
 		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
 		Client: in.RemoteAddr, Local: in.LocalAddr, // send_proxy's PROXY header

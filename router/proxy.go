@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/edgeway/edgeway/upstream"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // forward proxies the request to a server of the route's pool.
@@ -26,7 +26,7 @@ func (x *exchange) forward() {
 	x.buildOutbound()
 	if pol := pool.Retry(); x.out.Body != nil && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
 		if err := x.keepBody(pol.BodyBuffer); err != nil {
-			x.proxyError(&upstream.BodyError{Err: err}) // nothing was forwarded
+			x.proxyError(&httpclient.BodyError{Err: err}) // nothing was forwarded
 			return
 		}
 	}
@@ -45,7 +45,7 @@ func (x *exchange) forward() {
 			return
 		}
 		x.server, x.serverDone, x.tried = s, false, append(x.tried, s)
-		x.upStart, x.resp = time.Now(), upstream.Response{}
+		x.upStart, x.resp = time.Now(), httpclient.Response{}
 		err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
 		if !x.retryable(try, err) {
 			break

@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/edgeway/edgeway/upstream"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // proxyError answers a failed exchange: 502 when the server could not be
@@ -22,7 +23,7 @@ func (x *exchange) proxyError(err error) {
 		x.errKind = errKindOf(code, err)
 	}
 	level, msg := slog.LevelWarn, "upstream request failed"
-	var le *upstream.LimitError
+	var le *httpclient.LimitError
 	if errors.As(err, &le) {
 		msg = "upstream limit reached"
 		x.countLimit(le.Limit)
@@ -71,19 +72,19 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 	if in.Err() != nil {
 		return statusClientClosed, upstream.Abandoned
 	}
-	var le *upstream.LimitError
+	var le *httpclient.LimitError
 	if errors.As(err, &le) {
 		return 503, upstream.Abandoned // the pool is busy, not the server
 	}
-	if errors.Is(err, upstream.ErrBodyPanic) {
+	if errors.Is(err, httpclient.ErrBodyPanic) {
 		return 500, upstream.Abandoned // edgeway's own fault, reported where it panicked
 	}
-	var be *upstream.BodyError
+	var be *httpclient.BodyError
 	if errors.As(err, &be) {
 		// The client's body broke (reset, bad framing): its fault.
 		return 400, upstream.Abandoned
 	}
-	var re *upstream.RequestError
+	var re *httpclient.RequestError
 	if errors.As(err, &re) {
 		// Refused before a byte was sent (a field HTTP/1.1 cannot carry,
 		// an upgrade an h2c pool cannot carry): never the server's fault.
@@ -94,9 +95,9 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 	}
 	// A connect or response-header timeout is 504; any other failure of
 	// the upstream (refused, reset, closed, malformed answer) is 502.
-	var ue *upstream.Error
+	var ue *httpclient.Error
 	if errors.As(err, &ue) {
-		if ue.Kind == upstream.KindRequest {
+		if ue.Kind == httpclient.KindRequest {
 			// The request cannot be written as HTTP/1.1 (a method,
 			// target, host or field the front end let through): the
 			// client's mistake, never the server's.
@@ -118,13 +119,13 @@ func classify(in context.Context, cause, err error, tap *bodyTap) (int, upstream
 // exchange answered code (504s, and the client body's 408), so that the
 // log says which to raise: "" when no timeout did.
 func timeoutSetting(code int, cause, err error) string {
-	var ue *upstream.Error
+	var ue *httpclient.Error
 	switch {
 	case cause == errClientIdle, cause == errUpstreamIdle:
 		return "idle_timeout"
 	case code != 504:
 		return ""
-	case errors.As(err, &ue) && ue.Kind == upstream.KindConnect:
+	case errors.As(err, &ue) && ue.Kind == httpclient.KindConnect:
 		return "connect_timeout"
 	}
 	return "response_timeout"
@@ -132,11 +133,11 @@ func timeoutSetting(code int, cause, err error) string {
 
 // errKindOf names an upstream failure for the metrics.
 func errKindOf(code int, err error) int {
-	var ue *upstream.Error
+	var ue *httpclient.Error
 	switch {
 	case code == 504:
 		return errTimeout
-	case errors.As(err, &ue) && ue.Kind == upstream.KindConnect:
+	case errors.As(err, &ue) && ue.Kind == httpclient.KindConnect:
 		return errConnect
 	}
 	return errResponse

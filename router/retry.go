@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/upstream"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // retryable decides whether a failed try is tried again on another server
@@ -32,7 +33,7 @@ func (x *exchange) retryable(try int, err error) bool {
 		if !idem {
 			return false
 		}
-	case upstream.IsConnectError(err):
+	case httpclient.IsConnectError(err):
 		if !pol.ConnectFailure {
 			return false
 		}
@@ -97,8 +98,8 @@ func (x *exchange) keepBody(limit int64) error {
 // isReset reports an upstream read failure that is not a timeout: the
 // connection was reset or closed before a response.
 func isReset(err error) bool {
-	var ue *upstream.Error
-	return errors.As(err, &ue) && ue.Kind == upstream.KindRead && !ue.Timeout()
+	var ue *httpclient.Error
+	return errors.As(err, &ue) && ue.Kind == httpclient.KindRead && !ue.Timeout()
 }
 
 func idempotent(method string) bool {
@@ -124,7 +125,7 @@ func (x *exchange) endTry(err error) {
 		kind = errKindOf(0, err)
 	}
 	x.server.Done(upstream.Result{Outcome: upstream.Failure, Status: status,
-		ConnectFailed: upstream.IsConnectError(err), Latency: time.Since(x.upStart)})
+		ConnectFailed: httpclient.IsConnectError(err), Latency: time.Since(x.upStart)})
 	x.countTry(kind, status)
 	x.countRetry()
 	x.serverDone = true // reported; kept for the log of a last failure

@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgeway/edgeway/routes/rule"
 	"github.com/edgeway/edgeway/upstream"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // ErrNoTCPRoute is returned by DialTCP when no tcp route of the listener
@@ -73,7 +74,7 @@ func (r *Router) DialTCP(ctx context.Context, listener string, hello *rule.TCPHe
 		}
 		if cfg.SendProxy != "" {
 			c.SetWriteDeadline(time.Now().Add(cfg.ConnectTimeout))
-			err := upstream.WriteProxyHeader(c, cfg.SendProxy, client, local)
+			err := httpclient.WriteProxyHeader(c, cfg.SendProxy, client, local)
 			c.SetWriteDeadline(time.Time{})
 			if err != nil {
 				c.Close()

@@ -1,13 +1,12 @@
-// Package upstream selects and health-checks backends and keeps
-// connections to them. A Pool owns one conf.Upstream: its servers, a
+// Package upstream selects and health-checks backends: pools, balancing
+// and per-server state. A Pool owns one conf.Upstream: its servers, a
 // balancing policy (package balance), active health checks (package
 // health), passive outlier ejection, a per-server error-rate breaker,
-// slow start, admin overrides, and one keep-alive Transport (a
-// purpose-built HTTP/1.1 client that runs each exchange on the caller's
-// goroutine, without http.Transport's per-connection goroutines). Every
-// input feeds one state machine per server (ServerState), whose derived
-// State Pick reads from an atomic; a Set keeps that state, and unchanged
-// pools, alive across reloads.
+// slow start, admin overrides, and one keep-alive client that its servers
+// share (package httpclient, which speaks to them). Every input feeds one
+// state machine per server (ServerState), whose derived State Pick reads
+// from an atomic; a Set keeps that state, and unchanged pools, alive
+// across reloads.
 //
 // The tradeoff: one mutex around the policy per pick (a few nanoseconds,
 // like nginx's peer lock) in exchange for exact smooth weighted sequences

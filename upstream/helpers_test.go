@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // backend is a real HTTP server on loopback that a test can kill and
@@ -173,7 +174,7 @@ func roundTrip(p *Pool) (*Server, Result, error) {
 		resp.Body.Close()
 		r.Status = resp.StatusCode
 	} else {
-		r.Outcome, r.ConnectFailed = Failure, IsConnectError(err)
+		r.Outcome, r.ConnectFailed = Failure, httpclient.IsConnectError(err)
 	}
 	r.Latency = time.Since(start)
 	s.Done(r)

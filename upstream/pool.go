@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/upstream/balance"
+	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
 // ErrNoServer is returned (wrapped with the pool's name) by Pick when no
@@ -26,7 +27,7 @@ var ErrNoServer = errors.New("no server available")
 type Pool struct {
 	cfg       conf.Upstream
 	servers   []*Server
-	transport *Transport
+	transport *httpclient.Transport
 	noServer  error
 	group     *group
 	log       *slog.Logger
@@ -76,7 +77,7 @@ func newPool(cfg conf.Upstream, g *group, log *slog.Logger, now func() time.Time
 	state func(addr string) *ServerState) *Pool {
 	p := &Pool{
 		cfg:       cfg,
-		transport: NewTransport(cfg),
+		transport: httpclient.NewTransport(cfg),
 		noServer:  fmt.Errorf("upstream %s: %w", cfg.Name, ErrNoServer),
 		group:     g,
 		log:       log,
@@ -167,9 +168,13 @@ func (p *Pool) Server(addr string) *Server {
 	return nil
 }
 
-// Transport is the pool's HTTP/1.1 client and connection pool, shared by
-// all its servers.
-func (p *Pool) Transport() *Transport { return p.transport }
+// Transport is the pool's HTTP/1.1 or h2c client and connection pool,
+// shared by all its servers.
+func (p *Pool) Transport() *httpclient.Transport { return p.transport }
+
+// FullDuplex reports whether the pool's servers may answer while the
+// request body still streams (h2c): see httpclient.Transport.FullDuplex.
+func (p *Pool) FullDuplex() bool { return p.transport.FullDuplex() }
 
 // InFlight counts the requests picked from this pool and not yet Done.
 func (p *Pool) InFlight() int64 { return p.inFlight.Load() }

@@ -1,9 +1,6 @@
 package upstream
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Outcome is what a proxied request says about the server that served it.
 type Outcome uint8
@@ -27,7 +24,7 @@ type Result struct {
 	// Status is the upstream's response status; 0 when none arrived.
 	Status int
 	// ConnectFailed is set when no connection to the server could be
-	// opened (see IsConnectError).
+	// opened (see httpclient.IsConnectError).
 	ConnectFailed bool
 	// Latency is the time from Pick to the response head (or failure).
 	Latency time.Duration
@@ -84,11 +81,4 @@ func (p *Pool) observe(s *Server, r Result) {
 	if p.cfg.Breaker != nil {
 		p.breaker(s, failed)
 	}
-}
-
-// IsConnectError reports whether err from a round trip means that no
-// connection to the server could be opened, for Result.ConnectFailed.
-func IsConnectError(err error) bool {
-	var ue *Error
-	return errors.As(err, &ue) && ue.Kind == KindConnect
 }

@@ -76,7 +76,7 @@ func lower(c byte) byte {
 // outlives it is a copy (the HTTP/2 upstream client's head, stdhttp's
 // header map, an upgrade's fields). A response head parsed by the
 // upstream client views that connection's read buffer until its body is
-// first read (upstream.Response).
+// first read (httpclient.Response).
 func str(b []byte) string {
 	if len(b) == 0 {
 		return ""

@@ -42,6 +42,8 @@ var rules = []rule{
 	{from: "listeners/...", never: []string{"router", "upstream/...", "tls", "acme/...", "admin", "cmd/..."},
 		noImport: []string{"routes/..."}},
 	{from: "upstream/...", never: []string{"router", "listeners/...", "tls", "acme/...", "admin", "cmd/..."}},
+	// The client is below the pools: upstream imports it, never the reverse.
+	{from: "upstream/httpclient", only: []string{"conf", "routes/...", "internal/..."}},
 	{from: "router", never: []string{"listeners/...", "tls", "acme/...", "admin", "cmd/..."}},
 	{from: "tls", only: []string{"conf", "routes/...", "internal/..."}},
 	{from: "acme", only: []string{"tls", "conf", "routes/...", "internal/..."}, noImport: []string{"conf"}},

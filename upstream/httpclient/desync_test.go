@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"bufio"
@@ -109,7 +109,7 @@ func TestSwitchingProtocolsOnlyWhenAsked(t *testing.T) {
 			if !errors.As(err, &ue) || ue.Kind != KindProtocol {
 				t.Fatalf("error = %v, want a protocol *Error", err)
 			}
-			if n := tr.IdleConns(); n != 0 {
+			if n := tr.idleConns(); n != 0 {
 				t.Errorf("%d idle connections after a refused 101", n)
 			}
 		})

@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"bufio"
@@ -57,7 +57,7 @@ func TestRoundTripErrors(t *testing.T) {
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("took %v", d)
 			}
-			if n := tr.IdleConns(); n != 0 {
+			if n := tr.idleConns(); n != 0 {
 				t.Errorf("%d idle connections after a failure", n)
 			}
 		})
@@ -106,7 +106,7 @@ func TestContextCancelMidBody(t *testing.T) {
 	if _, err := io.ReadAll(resp.Body); err == nil {
 		t.Error("body ended cleanly after cancel")
 	}
-	if n := tr.IdleConns(); n != 0 {
+	if n := tr.idleConns(); n != 0 {
 		t.Errorf("%d idle connections after a cancelled body", n)
 	}
 }
@@ -237,13 +237,13 @@ func TestCloseStopsPooling(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Close()
-	if n := tr.IdleConns(); n != 0 {
+	if n := tr.idleConns(); n != 0 {
 		t.Errorf("%d idle connections after Close", n)
 	}
 	if _, _, err := get(t, tr, "GET", addr); err != nil {
 		t.Fatal(err)
 	}
-	if n := tr.IdleConns(); n != 0 || conns.Load() != 2 {
+	if n := tr.idleConns(); n != 0 || conns.Load() != 2 {
 		t.Errorf("%d idle, %d accepted after Close, want 0 and 2", n, conns.Load())
 	}
 }
@@ -269,7 +269,7 @@ func TestIdleTimeoutOnCheckout(t *testing.T) {
 	hp.idle[0].idleAt -= int64(2 * time.Hour)
 	hp.mu.Unlock()
 	tr.reap()
-	if n := tr.IdleConns(); n != 0 {
+	if n := tr.idleConns(); n != 0 {
 		t.Errorf("%d idle connections after reaping", n)
 	}
 }

@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"bufio"
@@ -240,7 +240,7 @@ func TestH2CMultiplexes(t *testing.T) {
 	}
 	// The streams end on the connection's read loop, just after the
 	// bodies' EOF: the count settles at 1.
-	testutil.Eventually(t, 10*time.Second, func() bool { return tr.IdleConns() == 1 }, "IdleConns = %d, want 1", tr.IdleConns())
+	testutil.Eventually(t, 10*time.Second, func() bool { return tr.idleConns() == 1 }, "idleConns = %d, want 1", tr.idleConns())
 }
 
 func waitTimeout(t testing.TB, wait func(), d time.Duration, what string) {

@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"bufio"
@@ -111,7 +111,7 @@ func TestKeepAliveReuse(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Errorf("server accepted %d connections, want 1", n)
 	}
-	if n := tr.IdleConns(); n != 1 {
+	if n := tr.idleConns(); n != 1 {
 		t.Errorf("idle connections = %d, want 1", n)
 	}
 }

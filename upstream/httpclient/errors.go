@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"errors"
@@ -55,6 +55,14 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Timeout() bool {
 	var ne net.Error
 	return errors.As(e.Err, &ne) && ne.Timeout()
+}
+
+// IsConnectError reports whether err from a round trip means that no
+// connection to the server could be opened (upstream.Result's
+// ConnectFailed).
+func IsConnectError(err error) bool {
+	var ue *Error
+	return errors.As(err, &ue) && ue.Kind == KindConnect
 }
 
 // RequestError is a request that Do refuses to send as it stands: no

@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import "github.com/edgeway/edgeway/conf"
 
@@ -6,9 +6,9 @@ import "github.com/edgeway/edgeway/conf"
 // http1).
 func upstreamProtocol(cfg conf.Upstream) string { return cfg.Protocol }
 
-// FullDuplex reports whether the pool's servers may answer while the
-// request body still streams and expect it to keep flowing (h2c: a gRPC
-// bidi stream sends a message, waits for its answer, sends the next). A
+// FullDuplex reports whether the servers may answer while the request
+// body still streams and expect it to keep flowing (h2c: a gRPC bidi
+// stream sends a message, waits for its answer, sends the next). A
 // caller must then not hold a body of unknown length back, for instance
 // to keep it for a retry: the stream would stall.
-func (p *Pool) FullDuplex() bool { return p.transport.h2 != nil }
+func (t *Transport) FullDuplex() bool { return t.h2 != nil }

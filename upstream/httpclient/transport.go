@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"context"
@@ -128,9 +128,9 @@ func (t *Transport) Close() {
 	}
 }
 
-// IdleConns counts the pooled idle connections of all servers (for
+// idleConns counts the pooled idle connections of all servers (for
 // h2c, the open connections with no stream in flight).
-func (t *Transport) IdleConns() int {
+func (t *Transport) idleConns() int {
 	n := 0
 	if t.h2 != nil {
 		n += t.h2.idleConns()

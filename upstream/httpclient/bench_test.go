@@ -1,4 +1,4 @@
-package upstream
+package httpclient
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		desc string
 		rt   http.RoundTripper
 	}{
-		{desc: "upstream.Transport", rt: NewTransport(cfg)},
+		{desc: "httpclient.Transport", rt: NewTransport(cfg)},
 		{desc: "http.Transport", rt: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true,
 			ResponseHeaderTimeout: 5 * time.Second, IdleConnTimeout: time.Minute}},
 	} {
