@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/edgeway/edgeway/internal/atomicfile"
 )
@@ -14,13 +16,14 @@ import (
 // so that a restart replays them. Its format is pool -> server address ->
 // override, in JSON.
 
-// journal is the overrides as written.
-type journal map[string]map[string]OverrideStatus
+// Overrides maps pool name -> server address -> override, for the servers
+// of pools that have one set.
+type Overrides map[string]map[string]OverrideStatus
 
-// SaveOverrides writes the overrides of pools to the journal at path,
-// atomically (a temporary file, fsync, rename).
-func SaveOverrides(path string, pools map[string]*Pool) error {
-	j := journal{}
+// OverridesOf returns the overrides set on the servers of pools: what the
+// journal holds.
+func OverridesOf(pools map[string]*Pool) Overrides {
+	j := Overrides{}
 	for name, p := range pools {
 		for _, s := range p.Status().Servers {
 			if o := s.Override; o.Weight != nil || o.Drain != nil || o.Disabled != nil {
@@ -31,7 +34,27 @@ func SaveOverrides(path string, pools map[string]*Pool) error {
 			}
 		}
 	}
-	b, err := json.MarshalIndent(j, "", "  ")
+	return j
+}
+
+// Missing lists the overrides of o that next lacks (in pool, then server
+// order): those a reload dropped with their servers.
+func (o Overrides) Missing(next Overrides) []DroppedOverride {
+	var out []DroppedOverride
+	for _, pool := range slices.Sorted(maps.Keys(o)) {
+		for _, addr := range slices.Sorted(maps.Keys(o[pool])) {
+			if _, ok := next[pool][addr]; !ok {
+				out = append(out, DroppedOverride{Upstream: pool, Server: addr, Override: o[pool][addr]})
+			}
+		}
+	}
+	return out
+}
+
+// SaveOverrides writes the overrides of pools to the journal at path,
+// atomically (a temporary file, fsync, rename).
+func SaveOverrides(path string, pools map[string]*Pool) error {
+	b, err := json.MarshalIndent(OverridesOf(pools), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the overrides: %w", err)
 	}
@@ -41,10 +64,13 @@ func SaveOverrides(path string, pools map[string]*Pool) error {
 	return nil
 }
 
-// DroppedOverride is a journal entry that ReplayOverrides could not apply:
-// its pool or server is no longer configured, or the override is refused.
+// DroppedOverride is an override that no longer applies: a journal entry
+// that ReplayOverrides could not apply (its pool or server is no longer
+// configured, or the override is refused: Err), or one whose server a
+// reload removed (Overrides.Missing).
 type DroppedOverride struct {
 	Upstream, Server string
+	Override         OverrideStatus
 	Err              error
 }
 
@@ -56,7 +82,7 @@ func ReplayOverrides(path string, pools map[string]*Pool) ([]DroppedOverride, er
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	var j journal
+	var j Overrides
 	if err == nil {
 		err = json.Unmarshal(b, &j)
 	}
@@ -71,7 +97,7 @@ func ReplayOverrides(path string, pools map[string]*Pool) ([]DroppedOverride, er
 				err = p.SetOverride(addr, Override{Weight: o.Weight, Drain: o.Drain, Disabled: o.Disabled})
 			}
 			if err != nil {
-				dropped = append(dropped, DroppedOverride{Upstream: name, Server: addr, Err: err})
+				dropped = append(dropped, DroppedOverride{Upstream: name, Server: addr, Override: o, Err: err})
 			}
 		}
 	}

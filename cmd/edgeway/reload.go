@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/upstream"
 )
 
 // errStopping refuses an API reload once shutdown has begun.
@@ -66,6 +67,7 @@ func (d *daemon) reload(trigger string, opts admin.ReloadOptions) admin.ReloadRe
 	start := time.Now()
 	d.attempted = conf.Fingerprint(d.file)
 	res := admin.ReloadResult{Trigger: trigger, Time: start}
+	overrides := upstream.OverridesOf(d.router.Pools())
 	if cfg, errs := d.loadNext(opts); len(errs) > 0 {
 		res.Error = "reload refused; old configuration stays live"
 		res.Errors = errs
@@ -81,6 +83,7 @@ func (d *daemon) reload(trigger string, opts admin.ReloadOptions) admin.ReloadRe
 		d.cfg = cfg
 		d.setLive(cfg)
 		d.reloadACME(cfg)
+		d.dropOverrides(d.droppedByReload(overrides), "its server left the files")
 		d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams), "trigger", trigger)
 	}
 	res.Duration = time.Since(start).Seconds()

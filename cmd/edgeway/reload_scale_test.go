@@ -58,10 +58,13 @@ func TestReloadScale(t *testing.T) {
 		} else {
 			watch = append(watch, d)
 		}
-		// Let the watcher's reload of a SIGHUP'd write finish before the
-		// next write, so each measurement is of one reload.
-		want := 2*((v+1)/2) + v/2
-		testutil.WaitFor(t, "the watcher's reload", func() bool { return strings.Count(p.Log(), "msg=reloaded") >= want })
+		// One reload per write; after a SIGHUP'd write, let the watcher
+		// find the files unchanged before the next write, so that each
+		// measurement is of one reload.
+		testutil.WaitFor(t, "the reload", func() bool { return strings.Count(p.Log(), "msg=reloaded") >= v })
+		testutil.WaitFor(t, "the watcher's no-op", func() bool {
+			return strings.Count(p.Log(), "unchanged since the last reload") >= (v+1)/2
+		})
 	}
 	stop()
 	tr.wg.Wait()

@@ -92,6 +92,7 @@ type daemon struct {
 	live       atomic.Pointer[liveConfig]
 	generation int
 	attempted  string // conf.Fingerprint of the files last loaded or refused
+	dropped    atomic.Pointer[[]droppedOverride]
 	lastReload atomic.Pointer[admin.ReloadResult]
 	reloads    chan reloadRequest // POST /api/reload, served by wait
 	stopping   chan struct{}      // closed when shutdown begins

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,7 +27,11 @@ import (
 // A PATCH sets (a value) or clears (null) an override; absent fields stay
 // as they are. Overrides live in the pools' server state, so they survive
 // reloads while the server stays in the files; with `admin { state_dir }`
-// they are also written to a journal there and replayed at start.
+// they are also written to a journal there and replayed at start. One
+// rule, live and in the journal: an override goes with its server. A
+// reload that removes the server drops it (a server added back starts
+// without), the journal is rewritten, and GET /api/upstreams lists the
+// dropped ones under dropped_overrides until restart.
 
 // overridesFile is the journal's name in the state directory
 // (upstream.SaveOverrides, upstream.ReplayOverrides).
@@ -43,7 +49,11 @@ func (d *daemon) registerUpstreamAPI(srv *admin.Server) {
 		for _, n := range names {
 			out = append(out, pools[n].Status())
 		}
-		return map[string]any{"upstreams": out}, nil
+		dropped := []droppedOverride{}
+		if p := d.dropped.Load(); p != nil {
+			dropped = *p
+		}
+		return map[string]any{"upstreams": out, "dropped_overrides": dropped}, nil
 	})
 	srv.Handle("GET /api/upstreams/{pool}", func(r *http.Request) (any, error) {
 		p, err := d.pool(r.PathValue("pool"))
@@ -153,9 +163,66 @@ func (d *daemon) replayOverrides() {
 		d.log.Error("starting without the upstream overrides", "err", err)
 		return
 	}
-	for _, o := range dropped {
-		d.log.Warn("upstream override dropped", "upstream", o.Upstream, "server", o.Server, "err", o.Err)
+	d.dropOverrides(dropped, "")
+}
+
+// droppedOverride is an override that no longer applies, as
+// GET /api/upstreams lists it.
+type droppedOverride struct {
+	Upstream string                  `json:"upstream"`
+	Server   string                  `json:"server"`
+	Override upstream.OverrideStatus `json:"override"`
+	Reason   string                  `json:"reason"`
+	Time     time.Time               `json:"time"`
+}
+
+// maxDropped bounds the dropped overrides kept for the API.
+const maxDropped = 100
+
+// dropOverrides logs and keeps the overrides that stopped applying
+// (reason, or each one's error) and rewrites the journal without them.
+func (d *daemon) dropOverrides(list []upstream.DroppedOverride, reason string) {
+	if len(list) == 0 {
+		return
 	}
+	var kept []droppedOverride
+	if p := d.dropped.Load(); p != nil {
+		kept = slices.Clone(*p)
+	}
+	now := time.Now()
+	for _, o := range list {
+		why := reason
+		if o.Err != nil {
+			why = o.Err.Error()
+		}
+		d.log.Warn("upstream override dropped", "upstream", o.Upstream, "server", o.Server,
+			"override", overrideText(o.Override), "reason", why)
+		kept = append(kept, droppedOverride{Upstream: o.Upstream, Server: o.Server, Override: o.Override, Reason: why, Time: now})
+	}
+	kept = kept[max(0, len(kept)-maxDropped):]
+	d.dropped.Store(&kept)
+	if err := d.saveOverrides(); err != nil {
+		d.log.Error("saving upstream overrides", "err", err)
+	}
+}
+
+// droppedByReload lists the overrides in before whose server the live
+// pools no longer have.
+func (d *daemon) droppedByReload(before upstream.Overrides) []upstream.DroppedOverride {
+	pools := d.router.Pools()
+	var out []upstream.DroppedOverride
+	for _, o := range before.Missing(upstream.OverridesOf(pools)) {
+		if p := pools[o.Upstream]; p == nil || p.Server(o.Server) == nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// overrideText writes an override as the PATCH body that sets it.
+func overrideText(o upstream.OverrideStatus) string {
+	b, _ := json.Marshal(o)
+	return string(b)
 }
 
 // stateDir is the admin block's state_dir of the live configuration

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // patch sends a PATCH with a JSON body to the admin API.
@@ -86,7 +90,8 @@ func TestUpstreamOverrides(t *testing.T) {
 			t.Errorf("PATCH %s %s: %d %s, want a 4xx JSON error", bad.path, bad.body, code, body)
 		}
 	}
-	// A reload keeps the override.
+	// A reload keeps the override (SIGHUP reloads a changed file).
+	replaceFile(t, filepath.Join(dir, "routes", "r.routes"), []byte(routes["r.routes"]+"# reloaded\n"))
 	e.p.Cmd.Process.Signal(syscall.SIGHUP)
 	e.p.WaitLog(t, `msg=reloaded`)
 	if got := backends(t, e.base, 4); got["b"] != 0 {
@@ -118,5 +123,51 @@ func TestUpstreamOverrides(t *testing.T) {
 	}
 	if v := e.metric(t, `edgeway_upstream_server_transitions_total{server="`+hostPort(b)+`",to="draining",upstream="u"}`); v != "1" {
 		t.Errorf("transitions of b into draining = %q, want 1 (since the restart)", v)
+	}
+}
+
+// TestUpstreamOverrideGoesWithItsServer: an override is dropped, live and
+// in the journal, when a reload removes its server; the API lists it as
+// dropped, and the server added back (and a restart after that) starts
+// without it.
+func TestUpstreamOverrideGoesWithItsServer(t *testing.T) {
+	a, b := backend(t, "a"), backend(t, "b")
+	dir := t.TempDir()
+	pool := func(servers ...string) map[string]string {
+		return map[string]string{"r.routes": fmt.Sprintf("upstream u {\n  server %s\n}\nroute r {\n  match PathPrefix(`/`)\n  to u\n}\n",
+			strings.Join(servers, "\n  server "))}
+	}
+	admin := "state_dir " + filepath.Join(dir, "state")
+	e := startAdminIn(t, dir, admin, "", pool(hostPort(a), hostPort(b)))
+	if code, body := e.patch(t, "/api/upstreams/u/servers/"+hostPort(b), `{"drain": true}`); code != 200 {
+		t.Fatalf("PATCH drain: %d %s", code, body)
+	}
+	journal := filepath.Join(dir, "state", overridesFile)
+	if j, _ := os.ReadFile(journal); !strings.Contains(string(j), hostPort(b)) {
+		t.Fatalf("journal after the drain: %s", j)
+	}
+	file := filepath.Join(dir, "routes", "r.routes")
+	replaceFile(t, file, []byte(pool(hostPort(a))["r.routes"]))
+	e.p.WaitLog(t, `msg="upstream override dropped" upstream=u server=`+regexp.QuoteMeta(hostPort(b))+` override="{\\"weight\\":null,\\"drain\\":true,\\"disabled\\":null}" reason="its server left the files"`)
+	if j, _ := os.ReadFile(journal); strings.Contains(string(j), hostPort(b)) {
+		t.Errorf("the journal keeps the dropped override: %s", j)
+	}
+	var all struct {
+		Dropped []struct {
+			Upstream, Server, Reason string
+			Override                 struct{ Drain *bool }
+		} `json:"dropped_overrides"`
+	}
+	if code := e.get(t, "/api/upstreams", &all); code != 200 || len(all.Dropped) != 1 || all.Dropped[0].Server != hostPort(b) ||
+		all.Dropped[0].Override.Drain == nil || !*all.Dropped[0].Override.Drain {
+		t.Fatalf("GET /api/upstreams dropped_overrides: %d %+v", code, all.Dropped)
+	}
+	replaceFile(t, file, []byte(pool(hostPort(a), hostPort(b))["r.routes"]))
+	testutil.WaitFor(t, "b back in the pool, without its drain", func() bool { return backends(t, e.base, 6)["b"] > 0 })
+	e.p.Cmd.Process.Signal(syscall.SIGTERM)
+	e.p.Wait(t, 15*time.Second)
+	e = startAdminIn(t, dir, admin, "", pool(hostPort(a), hostPort(b)))
+	if got := backends(t, e.base, 6); got["b"] == 0 {
+		t.Fatalf("after restart: %v, want b serving (its override was dropped)", got)
 	}
 }
