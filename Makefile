@@ -2,6 +2,7 @@
 GO        ?= go
 BIN       ?= bin/edgeway
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The peer benchmark harness, a folder not shipped in this repository (README).
 BENCH_DIR ?= ../shared/bench
 # Packages with concurrency, tested again under the race detector.
 RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/... ./admin/... ./conf/... ./internal/... ./tls/... ./acme/...
@@ -76,7 +77,7 @@ test-stress:
 acme-local: build tools
 	scripts/acme-local.sh
 
-# bench: edgeway beside nginx, HAProxy and Caddy (../shared/bench/run-peers.sh).
+# bench: edgeway beside nginx, HAProxy and Caddy (run-peers.sh in BENCH_DIR).
 bench: build
 	scripts/bench.sh peers
 

@@ -165,7 +165,7 @@ type Listener struct {
 	// Default "404 page not found\n".
 	NotFoundBody string
 	// Normalize turns on entry-point path normalisation
-	// (rules-semantics.md §3.1 steps 1-4). Default true.
+	// (docs/rules.md §3.1 steps 1-4). Default true.
 	Normalize bool
 	Pos       Pos
 }

@@ -140,7 +140,7 @@ func (x *exchange) serve() {
 	x.forward()
 }
 
-// buildView fills the matcher's view of the request (rules-semantics.md
+// buildView fills the matcher's view of the request (docs/rules.md
 // §3). It reports false when the path must be answered 400.
 func (x *exchange) buildView() bool {
 	r := x.in

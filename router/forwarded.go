@@ -99,7 +99,7 @@ func appendTokenOrQuoted(b []byte, v string) []byte {
 	return append(b, '"')
 }
 
-// matchHeader is the request header as rules see it (rules-semantics.md
+// matchHeader is the request header as rules see it (docs/rules.md
 // §3.1 step 5): edgeway fills in its own X-Forwarded-Proto and X-Real-Ip
 // before matching, so Header(`X-Forwarded-Proto`, ...) sees edgeway's value
 // unless a trusted peer supplied one. It lives in the pooled exchange and

@@ -29,7 +29,7 @@ func bytesString(b []byte) string {
 }
 
 // stripForwarded deletes the forwarding headers an untrusted peer sent
-// (rules-semantics.md §3.1 step 5), before matching sees them. Underscore
+// (docs/rules.md §3.1 step 5), before matching sees them. Underscore
 // spellings go too, since some backends treat '_' as '-'.
 func stripForwarded(h httpmsg.Header) httpmsg.Header {
 	out := h[:0]
@@ -79,7 +79,7 @@ func equalFoldDash(k, f string) bool {
 }
 
 // stripConnectionOptions deletes the headers the client listed in
-// Connection before matching sees them (rules-semantics.md §3.1 step 5).
+// Connection before matching sees them (docs/rules.md §3.1 step 5).
 // The forwarding headers edgeway manages and the Upgrade header of an
 // upgrade stay.
 func stripConnectionOptions(h httpmsg.Header) httpmsg.Header {

@@ -151,7 +151,7 @@ func TestMiddlewares(t *testing.T) {
 
 // TestOddTargetsRefused sends raw request targets that must be answered
 // 400 by edgeway, not routed: a '#' (which Go's server would escape to %23;
-// rules-semantics.md §3.1 step 1) and an opaque target with no path.
+// docs/rules.md §3.1 step 1) and an opaque target with no path.
 func TestOddTargetsRefused(t *testing.T) {
 	t.Parallel()
 	up := backend(t, "a")

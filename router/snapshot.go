@@ -186,7 +186,7 @@ func (l *httpListener) trusts(peer netip.Addr) bool {
 
 // MatchHTTP returns the route (and its upstream, "" for a route that answers
 // itself) that serves req on listener. req must hold normalised values, as
-// the router builds them (rules-semantics.md §3), and the headers as the
+// the router builds them (docs/rules.md §3), and the headers as the
 // client sent them: as in the router, forwarding headers from a ClientIP
 // outside the listener's trusted_proxies do not count, and X-Forwarded-Proto
 // (http) and X-Real-Ip (ClientIP) are edgeway's unless a trusted peer sent

@@ -2,14 +2,17 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/syscheck"
 	"github.com/edgeway/edgeway/internal/testutil"
 )
 
@@ -169,6 +172,148 @@ func TestReadmeListenerSettings(t *testing.T) {
 		}
 		if want := "`" + strings.TrimSpace(s.Default) + "`"; s.Default != "" && r.def != want {
 			t.Errorf("%s: README's default %s, conf.ListenerSettings %s", s.Directive, r.def, want)
+		}
+	}
+}
+
+// docFiles returns README.md and docs/*.md, relative to root.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs/*.md under %s (%v)", root, err)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		rel, _ := filepath.Rel(root, d)
+		files = append(files, rel)
+	}
+	return files
+}
+
+var (
+	// fenceRE is a fenced code block; codeSpanRE an inline code span,
+	// double-backquoted ones first. Neither holds links.
+	fenceRE    = regexp.MustCompile("(?ms)^ *```.*?^ *```")
+	codeSpanRE = regexp.MustCompile("``.*?``|`[^`\n]*`")
+	// linkRE is an inline link or image, [text](target "title").
+	linkRE = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+)
+
+// relativeLinks returns the targets of doc's markdown links that name a
+// file of the repository: not http(s) or mailto, not an anchor alone.
+func relativeLinks(doc string) []string {
+	doc = codeSpanRE.ReplaceAllString(fenceRE.ReplaceAllString(doc, ""), "")
+	var out []string
+	for _, m := range linkRE.FindAllStringSubmatch(doc, -1) {
+		target := m[1]
+		lower := strings.ToLower(target)
+		if strings.HasPrefix(target, "#") || strings.HasPrefix(lower, "http://") ||
+			strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "mailto:") {
+			continue
+		}
+		out = append(out, target)
+	}
+	return out
+}
+
+// checkLink reports why target, linked from the file from (relative to
+// root), names no file of the repository: it leaves root, or it does not
+// exist. A leading '/' is the repository root, as on GitHub.
+func checkLink(root, from, target string) error {
+	p, _, _ := strings.Cut(target, "#")
+	p, _, _ = strings.Cut(p, "?")
+	if dec, err := url.PathUnescape(p); err == nil {
+		p = dec
+	}
+	var abs string
+	if strings.HasPrefix(p, "/") {
+		abs = filepath.Join(root, filepath.FromSlash(p))
+	} else {
+		abs = filepath.Join(root, filepath.Dir(from), filepath.FromSlash(p))
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s links to %s, which leaves the repository", from, target)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return fmt.Errorf("%s links to %s, which is not in the repository (%s)", from, target, rel)
+	}
+	return nil
+}
+
+// TestDocsLinksResolve checks that every relative link of README.md and
+// docs/*.md names a file of the repository, so that a fresh clone has
+// what the docs point at (issue 17: links to ../shared).
+func TestDocsLinksResolve(t *testing.T) {
+	root := testutil.ModuleRoot(t)
+	n := 0
+	for _, f := range docFiles(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range relativeLinks(string(b)) {
+			n++
+			if err := checkLink(root, f, target); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("found no relative links at all; is the link pattern broken?")
+	}
+}
+
+// TestDocsLinkCheck holds the link check itself to what it must refuse
+// and let through.
+func TestDocsLinkCheck(t *testing.T) {
+	root := t.TempDir()
+	testutil.WriteFiles(t, root, map[string]string{"README.md": "", "docs/a.md": "", "examples/x y.conf": ""})
+	doc := "see [a](docs/a.md#sec) and [web](https://example.com/x) [top](#top)\n" +
+		"`[not](a link)` and ``[nor](this)``\n```\n[code](block)\n```\n![img](<examples/x%20y.conf> \"t\")\n"
+	if got, want := relativeLinks(doc), []string{"docs/a.md#sec", "examples/x%20y.conf"}; !slices.Equal(got, want) {
+		t.Errorf("relativeLinks = %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		from, target string
+		bad          string // substring of the error; "" for none
+	}{
+		{"README.md", "docs/a.md", ""},
+		{"README.md", "docs/a.md#sec", ""},
+		{"docs/a.md", "../README.md", ""},
+		{"docs/a.md", "/examples/x%20y.conf", ""},
+		{"docs/a.md", "a.md", ""},
+		{"README.md", "docs/missing.md", "not in the repository"},
+		{"docs/a.md", "README.md", "not in the repository"},
+		{"README.md", "../shared/rules-semantics.md", "leaves the repository"},
+		{"docs/a.md", "../../x.md", "leaves the repository"},
+	} {
+		err := checkLink(root, tc.from, tc.target)
+		switch {
+		case tc.bad == "" && err != nil:
+			t.Errorf("%s -> %s: %v", tc.from, tc.target, err)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("%s -> %s: error %v, want one saying %q", tc.from, tc.target, err, tc.bad)
+		case tc.bad != "" && !strings.Contains(err.Error(), tc.target):
+			t.Errorf("%s -> %s: error %q does not name the link", tc.from, tc.target, err)
+		}
+	}
+}
+
+// TestDocsTuningNamesEverySetting holds docs/tuning.md to the settings
+// `edgeway check-system` reads: each row it prints is named there.
+func TestDocsTuningNamesEverySetting(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(t), "docs", "tuning.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := syscheck.Check(syscheck.System{Sys: fstest.MapFS{}}, syscheck.Params{
+		Connections: 1, Listeners: []syscheck.Listener{{Name: "NAME"}},
+	})
+	for _, r := range rows {
+		if !strings.Contains(string(doc), "`"+r.Setting+"`") && !strings.Contains(string(doc), "`"+r.Setting+" (") {
+			t.Errorf("docs/tuning.md does not name %s (in backquotes)", r.Setting)
 		}
 	}
 }

@@ -12,7 +12,7 @@ type env struct {
 	// fds is 2×conns + 1024: one descriptor per client socket, one per
 	// upstream socket beside it, and 1024 for listeners, epoll, log and
 	// configuration files, and the upstream pools' idle connections
-	// (tuning.md: "≥ 2 × connections + slack").
+	// (docs/tuning.md).
 	fds uint64
 	// acceptQueue is max(min(conns, max(4096, min(65535, conns/16))),
 	// largest listener backlog). 4096 is the kernel's default somaxconn

@@ -1,7 +1,7 @@
 // Package syscheck compares the kernel and process limits that decide how
 // many connections a machine can hold, and how fast it accepts them, with
 // what a given number of connections needs (the rules are in rules.go, the
-// reasons in ../shared/tuning.md). It only reads /proc/sys and
+// reasons in docs/tuning.md). It only reads /proc/sys and
 // RLIMIT_NOFILE and prints the command that would change a setting; the
 // tradeoff is that the needs are rules of thumb from that material, not
 // measurements of this machine.

@@ -191,7 +191,7 @@ func TestSyscheckRules(t *testing.T) {
 }
 
 // TestSyscheckEveryKeyHasARow checks that the table covers every setting
-// tuning.md lists, in a stable order beginning with the fd limit.
+// docs/tuning.md lists, in a stable order beginning with the fd limit.
 func TestSyscheckEveryKeyHasARow(t *testing.T) {
 	t.Parallel()
 	got := syscheck.Check(syscheck.System{Sys: tree(nil), NoFile: hardLimit(1 << 20)}, syscheck.Params{Connections: 1})

@@ -2,5 +2,5 @@
 // HostSNI, ALPN) and compiles sets of them into tables that pick the route
 // for a request view. Parsing and indexing happen once, at load time, so that
 // a match reads a few map and tree lookups and evaluates only the routes its
-// host and path can reach. The exact meaning is ../shared/rules-semantics.md.
+// host and path can reach. The exact meaning is docs/rules.md.
 package rule

@@ -12,7 +12,7 @@ type HeaderGetter interface {
 // HTTPRequest is the small view of a request that HTTP matchers read. Every
 // listener (HTTP/1, h2, h3) and `edgeway explain` fill one in, so routing
 // never depends on *http.Request. Fields hold the normalised values of
-// rules-semantics.md §3; see CanonicalHost and NormalizePath.
+// docs/rules.md §3; see CanonicalHost and NormalizePath.
 type HTTPRequest struct {
 	Method   string       // as sent, case-sensitive
 	Host     string       // canonical host (§3.2): port stripped, lower-cased
