@@ -2,13 +2,16 @@ package admin
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -22,6 +25,34 @@ var ErrEmptyToken = errors.New("token file is empty")
 
 // maxTokenFile bounds what ReadTokenFile reads: a token is a line.
 const maxTokenFile = 4 << 10
+
+// CreateTokenFile writes a new random token (32 bytes, base64) to path
+// when no file is there, mode 0600, creating its folder with mode 0700,
+// and reports whether it did. An existing file is left as it is, for
+// ReadTokenFile to check.
+func CreateTokenFile(path string) (bool, error) {
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("admin token file: %w", err)
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret) // never fails (crypto/rand)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("admin token file: %w", err)
+	}
+	_, err = fmt.Fprintln(f, base64.StdEncoding.EncodeToString(secret))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return false, fmt.Errorf("admin token file %s: %w", path, err)
+	}
+	return true, nil
+}
 
 // ReadTokenFile returns the token in path, with surrounding white space
 // (a trailing newline) removed. It refuses a missing or empty file, one

@@ -106,13 +106,13 @@ var acmeTable = table[*ACME]{
 	},
 	"accept_terms": func(b *builder, a *ACME, d *routes.Directive) { b.setSwitch(d, &a.AcceptTerms) },
 	"ca_root": func(b *builder, a *ACME, d *routes.Directive) {
-		if p := b.path(d); p != "" {
-			a.CARoot = b.confPath(p)
+		if p := b.filePath(d, 0, ReadFile); p != "" {
+			a.CARoot = p
 		}
 	},
 	"storage": func(b *builder, a *ACME, d *routes.Directive) {
-		if p := b.path(d); p != "" {
-			a.Storage = b.confPath(p)
+		if p := b.filePath(d, 0, WritableDir); p != "" {
+			a.Storage = p
 		}
 	},
 	"names":      acmeNames,

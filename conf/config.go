@@ -56,6 +56,9 @@ type Config struct {
 	// Warnings are problems that do not refuse the file (a rule that can
 	// never match, ...). `edgeway validate` prints them.
 	Warnings []Diagnostic
+	// Paths lists every file and folder the configuration names, resolved
+	// (ConfigPath), with the directive that names it.
+	Paths []PathRef
 }
 
 // Listener is one `listen NAME { ... }` block.
@@ -177,9 +180,11 @@ type Admin struct {
 	// address that is not loopback is allowed and logged as a warning.
 	Listen string
 	// TokenFile holds the bearer token every /api/ and /metrics call must
-	// send. Required; relative paths are taken from the working
-	// directory. The file must not be readable by group or others.
+	// send. Required. The file must not be readable by group or others.
 	TokenFile string
+	// CreateToken (`token_file PATH create`) makes a missing token file
+	// at start: a random token, mode 0600, its folder created 0700.
+	CreateToken bool
 	// StateDir is where runtime changes made through the admin API (the
 	// upstream server overrides) are kept, so that they survive a restart.
 	// Default "": they live in memory only and survive reloads, not

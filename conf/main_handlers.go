@@ -192,8 +192,15 @@ var adminTable = table[*Admin]{
 			a.Listen = d.Args[0].Value
 		}
 	},
-	"token_file": func(b *builder, a *Admin, d *routes.Directive) { a.TokenFile = b.path(d) },
-	"state_dir":  func(b *builder, a *Admin, d *routes.Directive) { a.StateDir = b.path(d) },
+	"token_file": func(b *builder, a *Admin, d *routes.Directive) {
+		a.TokenFile = b.filePath(d, 0, SecretFile)
+		if len(d.Args) == 2 {
+			if _, ok := b.oneOf(d.Args[1], "token_file option", []string{"create"}); ok {
+				a.CreateToken = true
+			}
+		}
+	},
+	"state_dir": func(b *builder, a *Admin, d *routes.Directive) { a.StateDir = b.filePath(d, 0, WritableDir) },
 }
 
 var logTable = table[*Log]{
@@ -203,8 +210,8 @@ var logTable = table[*Log]{
 			l.Format = v
 		}
 	},
-	"output":        func(b *builder, l *Log, d *routes.Directive) { l.Output = b.path(d) },
-	"access_output": func(b *builder, l *Log, d *routes.Directive) { l.AccessOutput = b.path(d) },
+	"output":        func(b *builder, l *Log, d *routes.Directive) { l.Output = b.logPath(d) },
+	"access_output": func(b *builder, l *Log, d *routes.Directive) { l.AccessOutput = b.logPath(d) },
 	"level": func(b *builder, l *Log, d *routes.Directive) {
 		if v, ok := b.oneOf(d.Args[0], "log level", []string{"debug", "info", "warn", "error"}); ok {
 			l.Level = v
@@ -258,15 +265,6 @@ func shutdownDelay(b *builder, _ *routes.File, d *routes.Directive) {
 	if v, ok := b.duration(d, false); ok {
 		b.cfg.ShutdownDelay = v
 	}
-}
-
-// path reads a non-empty file path.
-func (b *builder) path(d *routes.Directive) string {
-	a := d.Args[0]
-	if a.Value == "" {
-		b.errorf(a.Pos, "%s: expected a file path, got an empty string", d.Name)
-	}
-	return a.Value
 }
 
 func hasDirective(d *routes.Directive, name string) bool {

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,13 +52,9 @@ func certDirective(b *builder, s *TLSStore, d *routes.Directive) {
 	c := Certificate{Pos: b.pos(d.Pos)}
 	ok := true
 	for i, dst := range []*string{&c.CertFile, &c.KeyFile} {
-		a := d.Args[i]
-		if a.Value == "" {
-			b.errorf(a.Pos, "cert: expected a file path, got an empty string")
+		if *dst = b.filePath(d, i, ReadFile); *dst == "" {
 			ok = false
-			continue
 		}
-		*dst = b.confPath(a.Value)
 	}
 	for _, other := range s.Certificates {
 		if ok && other.CertFile == c.CertFile {
@@ -83,12 +78,6 @@ func certDirective(b *builder, s *TLSStore, d *routes.Directive) {
 
 // confPath resolves a path written in the main file against the main
 // file's directory.
-func (b *builder) confPath(p string) string {
-	if filepath.IsAbs(p) {
-		return strings.Clone(filepath.Clean(p))
-	}
-	return filepath.Join(filepath.Dir(b.cfg.MainFile), p)
-}
 
 // selfSigned reads `self_signed NAME...`: host names, *.wildcards or IP
 // addresses, kept in lower case.
@@ -161,8 +150,8 @@ var listenTLSTable = table[*ListenerTLS]{
 	"ciphers": ciphers,
 	"curves":  curves,
 	"client_ca": func(b *builder, t *ListenerTLS, d *routes.Directive) {
-		if p := b.path(d); p != "" {
-			t.ClientCA = b.confPath(p)
+		if p := b.filePath(d, 0, ReadFile); p != "" {
+			t.ClientCA = p
 		}
 	},
 	"client_auth": func(b *builder, t *ListenerTLS, d *routes.Directive) {

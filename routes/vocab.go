@@ -136,7 +136,7 @@ var vocabulary = map[BlockKind][]Spec{
 	},
 	AdminBlock: {
 		{Name: "listen", Usage: "ADDR", Min: 1, Max: 1},
-		{Name: "token_file", Usage: "PATH", Min: 1, Max: 1},
+		{Name: "token_file", Usage: "PATH [create]", Min: 1, Max: 2},
 		{Name: "state_dir", Usage: "PATH", Min: 1, Max: 1},
 	},
 	LogBlock: {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +44,20 @@ func (d *daemon) startAdmin() error {
 	if a == nil {
 		return nil
 	}
+	if a.CreateToken {
+		created, err := admin.CreateTokenFile(a.TokenFile)
+		if err != nil {
+			return err
+		}
+		if created {
+			d.log.Info("admin token created", "token_file", a.TokenFile)
+		}
+	}
+	if a.StateDir != "" {
+		if err := os.MkdirAll(a.StateDir, 0o700); err != nil {
+			return fmt.Errorf("admin state_dir: %w", err)
+		}
+	}
 	srv, err := admin.New(admin.Options{
 		Listen: a.Listen, TokenFile: a.TokenFile, Log: d.log, Metrics: d.metrics,
 		Reloader: d, Routes: d, Explain: d, Config: d,
@@ -57,7 +72,7 @@ func (d *daemon) startAdmin() error {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	d.admin = srv
-	d.log.Info("admin API listening", "addr", srv.Addr().String())
+	d.log.Info("admin API listening", "addr", srv.Addr().String(), "token_file", a.TokenFile)
 	return nil
 }
 

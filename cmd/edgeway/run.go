@@ -29,6 +29,10 @@ func cmdRun(args []string, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
+	if diags := preflight(cfg); len(diags) > 0 {
+		printLoadError(stderr, (*conf.ErrorList)(&diags))
+		return 1
+	}
 	logs, err := newLoggers(cfg.Log, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "edgeway: %v\n", err)

@@ -19,9 +19,22 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
-	fmt.Fprintf(stdout, "configuration %s is valid: %d listeners, %d upstreams, %d routes, %d tcp routes\n",
-		file, len(cfg.Listeners), len(cfg.Upstreams), len(cfg.Routes), len(cfg.TCPRoutes))
+	if diags := preflight(cfg); len(diags) > 0 {
+		printLoadError(stderr, (*conf.ErrorList)(&diags))
+		return 1
+	}
+	fmt.Fprintf(stdout, "configuration %s is valid: %s, %s, %s, %s\n", file,
+		plural(len(cfg.Listeners), "listener"), plural(len(cfg.Upstreams), "upstream"),
+		plural(len(cfg.Routes), "route"), plural(len(cfg.TCPRoutes), "tcp route"))
 	return 0
+}
+
+// plural writes n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // printLoadError prints every diagnostic of a load error, then a count.
