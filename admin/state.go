@@ -90,6 +90,27 @@ type Explanation struct {
 	Rule     string `json:"rule"`
 	Priority int    `json:"priority"`
 	Source   string `json:"source"`
+	// UpstreamPath is the path and query sent upstream, after
+	// strip_prefix and add_prefix (HTTP routes with an upstream).
+	UpstreamPath string `json:"upstream_path,omitempty"`
+	// Status is the answer of a route that answers itself (respond,
+	// redirect), Location a redirect's target.
+	Status   int    `json:"status,omitempty"`
+	Location string `json:"location,omitempty"`
+	// Settings are the upstream's effective timeouts and retries; nil
+	// when the route answers itself.
+	Settings *UpstreamSettings `json:"settings,omitempty"`
+}
+
+// UpstreamSettings are what an upstream's settings come to for a request
+// (the defaults filled in).
+type UpstreamSettings struct {
+	ConnectTimeout  float64 `json:"connect_timeout_seconds"`
+	ResponseTimeout float64 `json:"response_timeout_seconds"`
+	IdleTimeout     float64 `json:"idle_timeout_seconds"`
+	// Retries is how many more tries a request may get.
+	Retries int    `json:"retries"`
+	Balance string `json:"balance"`
 }
 
 // ConfigStatus is GET /api/config.

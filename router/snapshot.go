@@ -192,9 +192,52 @@ func (l *httpListener) trusts(peer netip.Addr) bool {
 // (http) and X-Real-Ip (ClientIP) are edgeway's unless a trusted peer sent
 // them (§3.1 step 5).
 func (s *Snapshot) MatchHTTP(listener string, req *rule.HTTPRequest) (route, upstream string, ok bool) {
+	rt := s.matchHTTP(listener, req)
+	if rt == nil {
+		return "", "", false
+	}
+	return rt.name, rt.upstream, true
+}
+
+// Outcome is what the route that matches a request does with it, as
+// `edgeway explain` shows it.
+type Outcome struct {
+	Route, Upstream string
+	// UpstreamPath is the escaped path and query sent upstream, after
+	// strip_prefix and add_prefix; "" when the route answers itself.
+	UpstreamPath string
+	// Status is the answer of a route that answers itself (respond,
+	// redirect); 0 otherwise. Location is a redirect's target.
+	Status   int
+	Location string
+}
+
+// Explain matches req on listener like MatchHTTP and says what the route
+// does with the request whose escaped path and raw query are given.
+func (s *Snapshot) Explain(listener string, req *rule.HTTPRequest, path, query string) (Outcome, bool) {
+	rt := s.matchHTTP(listener, req)
+	if rt == nil {
+		return Outcome{}, false
+	}
+	o := Outcome{Route: rt.name, Upstream: rt.upstream}
+	switch a := rt.chain.answer; {
+	case a != nil && a.target != nil:
+		o.Status, o.Location = a.code, string(a.location(nil, path, query))
+	case a != nil:
+		o.Status = a.code
+	default:
+		o.UpstreamPath = rt.chain.rewritePath(path)
+		if query != "" {
+			o.UpstreamPath += "?" + query
+		}
+	}
+	return o, true
+}
+
+func (s *Snapshot) matchHTTP(listener string, req *rule.HTTPRequest) *route {
 	hl := s.http[listener]
 	if hl == nil {
-		return "", "", false
+		return nil
 	}
 	var realIP []string
 	if req.ClientIP.IsValid() {
@@ -205,11 +248,7 @@ func (s *Snapshot) MatchHTTP(listener string, req *rule.HTTPRequest) (route, ups
 	mh.hide = !trusted
 	view := *req
 	view.Header = &mh
-	rt := hl.match(&view)
-	if rt == nil {
-		return "", "", false
-	}
-	return rt.name, rt.upstream, true
+	return hl.match(&view)
 }
 
 // MatchTCP returns the TCP route and upstream that serve a connection with

@@ -148,7 +148,7 @@ func TestAdminEndpoints(t *testing.T) {
 	if code := e.get(t, "/api/explain?"+q.Encode(), &ex); code != 200 || ex.Route != "r" || ex.Upstream != "a" || ex.Rule != "PathPrefix(`/`)" {
 		t.Fatalf("explain: %d %+v", code, ex)
 	}
-	if code, body := e.do(t, "GET", "/api/explain?sni=db.test", true); code != 404 || !strings.Contains(body, `no tcp route`) {
+	if code, body := e.do(t, "GET", "/api/explain?sni=db.test", true); code != 404 || !strings.Contains(body, `no tcp route claims`) {
 		t.Fatalf("explain sni: %d %s", code, body)
 	}
 	if v := e.metric(t, `edgeway_config_info{hash="`+configHash(t, e)+`"}`); v != "1" {

@@ -140,7 +140,17 @@ func (d *daemon) ConfigStatus() admin.ConfigStatus {
 // explain` answers on a file.
 func (d *daemon) Explain(q admin.ExplainQuery) (admin.Explanation, error) {
 	l := d.live.Load()
-	return explain(l.cfg, l.snap, q)
+	cfg := l.cfg
+	if addrs := d.boundAddrs.Load(); addrs != nil && len(*addrs) == len(cfg.Listeners) {
+		// A URL names the port a listener is bound to (":0" picks one).
+		bound := *cfg
+		bound.Listeners = slices.Clone(cfg.Listeners)
+		for i := range bound.Listeners {
+			bound.Listeners[i].Addr = (*addrs)[i]
+		}
+		cfg = &bound
+	}
+	return explain(cfg, l.snap, q)
 }
 
 // Interface guards.

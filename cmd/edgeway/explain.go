@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/conf"
@@ -111,27 +113,48 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 		return 2
 	case e.Kind == "tcp":
 		fmt.Fprintf(stdout, "tcp route %s -> upstream %s\n", e.Route, e.Upstream)
+	case e.Location != "":
+		fmt.Fprintf(stdout, "route %s -> redirect %d %s\n", e.Route, e.Status, e.Location)
 	case e.Upstream == "":
-		fmt.Fprintf(stdout, "route %s -> answered by the route (respond/redirect)\n", e.Route)
+		fmt.Fprintf(stdout, "route %s -> respond %d\n", e.Route, e.Status)
 	default:
 		fmt.Fprintf(stdout, "route %s -> upstream %s\n", e.Route, e.Upstream)
+	}
+	fmt.Fprintf(stdout, "  listener  %s\n  rule      %s (priority %d, %s)\n", e.Listener, e.Rule, e.Priority, e.Source)
+	if e.UpstreamPath != "" {
+		fmt.Fprintf(stdout, "  sent as   %s\n", e.UpstreamPath)
+	}
+	if s := e.Settings; s != nil {
+		fmt.Fprintf(stdout, "  upstream  balance %s; connect_timeout %s, response_timeout %s, idle_timeout %s; retries %d\n",
+			s.Balance, seconds(s.ConnectTimeout), seconds(s.ResponseTimeout), seconds(s.IdleTimeout), s.Retries)
 	}
 	return 0
 }
 
+// seconds writes a number of seconds as a duration ("off" for 0).
+func seconds(s float64) string {
+	if s == 0 {
+		return "off"
+	}
+	return time.Duration(s * float64(time.Second)).String()
+}
+
 // pickListener chooses the listener a request would arrive on: the one
-// named, else the one whose port is the URL's port, else the first.
-func pickListener(cfg *conf.Config, name string, u *url.URL) *conf.Listener {
+// named, else the one whose port is the URL's port; a question no
+// listener could receive is refused, naming the listeners.
+func pickListener(cfg *conf.Config, name string, u *url.URL) (*conf.Listener, error) {
 	if len(cfg.Listeners) == 0 {
-		return nil
+		return nil, nil
+	}
+	var all []string
+	for i, l := range cfg.Listeners {
+		if name != "" && l.Name == name {
+			return &cfg.Listeners[i], nil
+		}
+		all = append(all, l.Name+" "+l.Addr)
 	}
 	if name != "" {
-		for i := range cfg.Listeners {
-			if cfg.Listeners[i].Name == name {
-				return &cfg.Listeners[i]
-			}
-		}
-		return nil
+		return nil, admin.Errorf(http.StatusBadRequest, "no listener named %q (listeners: %s)", name, strings.Join(all, ", "))
 	}
 	port := u.Port()
 	if port == "" {
@@ -139,8 +162,9 @@ func pickListener(cfg *conf.Config, name string, u *url.URL) *conf.Listener {
 	}
 	for i := range cfg.Listeners {
 		if _, p, err := net.SplitHostPort(cfg.Listeners[i].Addr); err == nil && p == port {
-			return &cfg.Listeners[i]
+			return &cfg.Listeners[i], nil
 		}
 	}
-	return &cfg.Listeners[0]
+	return nil, admin.Errorf(http.StatusBadRequest, "no listener has port %s (listeners: %s); put a listener's port in the URL or name one with --listener",
+		port, strings.Join(all, ", "))
 }

@@ -18,7 +18,7 @@ var errRejectedPath = &admin.Error{Status: http.StatusUnprocessableEntity, Messa
 
 // errTerminated answers a TLS question no tcp route claims: the listener
 // terminates the connection and its HTTP routes serve the requests.
-var errTerminated = &admin.Error{Status: http.StatusNotFound, Message: "no tcp route: the TLS connection is terminated here and the HTTP routes serve its requests", Err: admin.ErrNoRoute}
+var errTerminated = &admin.Error{Status: http.StatusNotFound, Message: "no route (no tcp route claims the connection: it is terminated here and the HTTP routes serve its requests)", Err: admin.ErrNoRoute}
 
 // explain answers q on snap, a table compiled from cfg: the route that
 // would serve the request (or, when q.SNI is set, the TLS connection).
@@ -85,9 +85,9 @@ func explainRequest(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuer
 		authority = hv
 		h.Del("Host")
 	}
-	lis := pickListener(cfg, q.Listener, u)
-	if lis == nil && q.Listener != "" {
-		return admin.Explanation{}, admin.Errorf(http.StatusBadRequest, "no listener named %q", q.Listener)
+	lis, err := pickListener(cfg, q.Listener, u)
+	if err != nil {
+		return admin.Explanation{}, err
 	}
 	req := &rule.HTTPRequest{
 		Method:   q.Method,
@@ -97,18 +97,19 @@ func explainRequest(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuer
 		ClientIP: ip,
 		Path:     rule.RoutingPath(u.EscapedPath()),
 	}
+	forward := u.EscapedPath()
 	if lis == nil || lis.Normalize {
-		_, routing, ok := rule.NormalizePath(u.EscapedPath())
+		fwd, routing, ok := rule.NormalizePath(u.EscapedPath())
 		if !ok {
 			return admin.Explanation{}, errRejectedPath
 		}
-		req.Path = routing
+		req.Path, forward = routing, fwd
 	}
 	name := ""
 	if lis != nil {
 		name = lis.Name
 	}
-	return matchRequest(cfg, snap, name, req)
+	return matchRequest(cfg, snap, name, req, forward, u.RawQuery)
 }
 
 func parseHeaders(lines []string) (http.Header, error) {
@@ -123,16 +124,39 @@ func parseHeaders(lines []string) (http.Header, error) {
 	return h, nil
 }
 
-func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req *rule.HTTPRequest) (admin.Explanation, error) {
-	route, up, ok := snap.MatchHTTP(listener, req)
+func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req *rule.HTTPRequest, path, query string) (admin.Explanation, error) {
+	o, ok := snap.Explain(listener, req, path, query)
 	if !ok {
 		return admin.Explanation{}, admin.ErrNoRoute
 	}
-	e := admin.Explanation{Kind: "http", Listener: listener, Route: route, Upstream: up}
+	e := admin.Explanation{Kind: "http", Listener: listener, Route: o.Route, Upstream: o.Upstream,
+		UpstreamPath: o.UpstreamPath, Status: o.Status, Location: o.Location}
 	for _, r := range cfg.Routes {
-		if r.Name == route {
+		if r.Name == o.Route {
 			e.Rule, e.Priority, e.Source = r.RuleText, r.Priority, r.Pos.String()
 		}
 	}
+	for _, u := range cfg.Upstreams {
+		if u.Name == o.Upstream {
+			e.Settings = &admin.UpstreamSettings{
+				ConnectTimeout: u.ConnectTimeout.Seconds(), ResponseTimeout: u.ResponseTimeout.Seconds(),
+				IdleTimeout: u.IdleTimeout.Seconds(), Retries: u.Retry.Attempts, Balance: balanceText(u.Balance)}
+		}
+	}
 	return e, nil
+}
+
+// balanceText writes a balance policy as the configuration does.
+func balanceText(b conf.Balance) string {
+	s := b.Policy
+	if s == "" {
+		s = conf.RoundRobin
+	}
+	if b.HashKey != "" {
+		s += " " + b.HashKey
+	}
+	if b.Name != "" {
+		s += " " + b.Name
+	}
+	return s
 }

@@ -97,6 +97,7 @@ type daemon struct {
 	generation int
 	attempted  string // conf.Fingerprint of the files last loaded or refused
 	dropped    atomic.Pointer[[]droppedOverride]
+	boundAddrs atomic.Pointer[[]string] // each listener's bound address, once all are bound
 	lastReload atomic.Pointer[admin.ReloadResult]
 	reloads    chan reloadRequest // POST /api/reload, served by wait
 	stopping   chan struct{}      // closed when shutdown begins
@@ -152,11 +153,16 @@ func (d *daemon) start() error {
 		s, err := d.listen(lc)
 		if err != nil {
 			d.closeAll()
-			return fmt.Errorf("listener %s: %w", lc.Name, err)
+			return fmt.Errorf("%s: listener %s: %w", lc.Pos, lc.Name, err)
 		}
 		d.servers = append(d.servers, s)
 	}
 	d.bound = d.cfg.Listeners
+	addrs := make([]string, len(d.servers))
+	for i, s := range d.servers {
+		addrs[i] = s.Addr().String()
+	}
+	d.boundAddrs.Store(&addrs)
 	d.errc = make(chan error, len(d.servers)+len(d.h3))
 	for i, s := range d.servers {
 		d.log.Info("listening", "listener", d.cfg.Listeners[i].Name, "addr", s.Addr().String())

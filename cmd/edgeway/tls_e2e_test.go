@@ -339,7 +339,7 @@ route r { match PathPrefix(` + "`/`" + `)
 		{"db.test", "tcp route db -> upstream db", 0},
 		{"DB.test.", "tcp route db -> upstream db", 0},
 		{"", "tcp route nosni -> upstream any", 0},
-		{"a.test", "no tcp route: the TLS connection is terminated here", 1},
+		{"a.test", "no route (no tcp route claims the connection: it is terminated here", 1},
 	} {
 		out, code := runCLI(t, "explain", "-c", file, "--sni", tc.sni)
 		if code != tc.code || !strings.Contains(out, tc.want) {
