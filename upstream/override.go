@@ -59,10 +59,13 @@ func (p *Pool) SetOverride(addr string, o Override) error {
 	st.group.epoch.Add(1) // weights count even without a state change
 	tr, ok := st.settle(now, reason, p.cfg.SlowStart)
 	st.mu.Unlock()
+	// One line per change: the state change it caused (its reason is
+	// the change), else the change alone.
 	if ok {
 		p.logTransition(s, tr)
+	} else {
+		p.log.Info("upstream server override", "upstream", p.cfg.Name, "server", addr, "change", reason)
 	}
-	p.log.Info("upstream server override", "upstream", p.cfg.Name, "server", addr, "change", reason)
 	if p.cfg.Balance.Policy == conf.Hash && (o.Weight != nil || o.ClearWeight) {
 		p.mu.Lock()
 		p.policy = p.maglev()

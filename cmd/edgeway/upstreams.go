@@ -92,7 +92,6 @@ func (d *daemon) patchServer(r *http.Request) (any, error) {
 		}
 		return nil, err
 	}
-	d.log.Info("upstream override", "upstream", r.PathValue("pool"), "server", r.PathValue("address"))
 	if err := d.saveOverrides(); err != nil {
 		d.log.Error("saving upstream overrides", "err", err)
 		return nil, admin.Errorf(http.StatusInternalServerError, "override applied but not saved: %v", err)

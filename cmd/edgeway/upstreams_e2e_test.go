@@ -142,6 +142,9 @@ func TestUpstreamOverrideGoesWithItsServer(t *testing.T) {
 	if code, body := e.patch(t, "/api/upstreams/u/servers/"+hostPort(b), `{"drain": true}`); code != 200 {
 		t.Fatalf("PATCH drain: %d %s", code, body)
 	}
+	if n := count(e.p, `server=`+regexp.QuoteMeta(hostPort(b))+`.*admin: drain true`); n != 1 {
+		t.Errorf("one drain logged %d lines, want 1:\n%s", n, e.p.Log())
+	}
 	journal := filepath.Join(dir, "state", overridesFile)
 	if j, _ := os.ReadFile(journal); !strings.Contains(string(j), hostPort(b)) {
 		t.Fatalf("journal after the drain: %s", j)
