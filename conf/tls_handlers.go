@@ -123,6 +123,16 @@ func ticketRotation(b *builder, s *TLSStore, d *routes.Directive) {
 	}
 }
 
+// ownStore is the listener's own certificates, made on their first line.
+func (t *ListenerTLS) ownStore() *TLSStore {
+	if t.Certificates == nil {
+		s := DefaultTLSStore()
+		s.Pos = t.Pos
+		t.Certificates = &s
+	}
+	return t.Certificates
+}
+
 // listenTLS reads a listener's `tls { ... }` block; the listener checks
 // afterwards that its protocols include tls.
 func listenTLS(b *builder, l *Listener, d *routes.Directive) {
@@ -154,6 +164,8 @@ var listenTLSTable = table[*ListenerTLS]{
 			t.ClientCA = p
 		}
 	},
+	"cert":        func(b *builder, t *ListenerTLS, d *routes.Directive) { certDirective(b, t.ownStore(), d) },
+	"self_signed": func(b *builder, t *ListenerTLS, d *routes.Directive) { selfSigned(b, t.ownStore(), d) },
 	"client_auth": func(b *builder, t *ListenerTLS, d *routes.Directive) {
 		if v, ok := b.oneOf(d.Args[0], "client_auth mode", []string{"require", "optional"}); ok {
 			t.ClientAuth = v

@@ -198,7 +198,7 @@ func TestListenerProtocols(t *testing.T) {
 		{desc: "h2 without tls", base: baseListen, line: "protocols http1 h2", err: `3:19: protocol "h2" is HTTP/2 over TLS and needs tls in the list (cleartext HTTP/2 is h2c)`},
 		{desc: "tls twice", base: baseSecure, line: "protocols tls tls", err: `3:17: protocol "tls" is listed twice`},
 		{desc: "unknown protocol", base: baseListen, line: "protocols http1 h4", err: `3:19: unknown protocol "h4" (expected http1, h2c, tls, h2, h3)`},
-		{desc: "tls listener without a tls block", base: noCerts, line: "", err: `1:1: listener "web" is a TLS listener but no tls block provides certificates (expected a top-level tls block with ` + "`cert CERTFILE KEYFILE`, `self_signed NAME` or an `acme` block)"},
+		{desc: "tls listener without a tls block", base: noCerts, line: "", err: `1:1: listener "web" is a TLS listener but no tls block provides certificates (expected a top-level tls block with ` + "`cert CERTFILE KEYFILE`, `self_signed NAME` or an `acme` block, or those lines in the listener's tls block)"},
 		{desc: "tls listener with an empty tls block", base: noCerts, line: "tls { ocsp_stapling off }", err: `1:1: listener "web" is a TLS listener but no tls block provides certificates`},
 	})
 }
@@ -239,11 +239,19 @@ func TestListenerTLSBlock(t *testing.T) {
 		{desc: "client_auth without client_ca", base: baseTLSListen, line: "tls { client_auth require }", err: `4:9: client_auth: needs client_ca, the CAs that sign client certificates`},
 		{desc: "client_auth bad", base: baseTLSListen, line: "tls { client_ca ca.pem; client_auth maybe }", err: `4:39: unknown client_auth mode "maybe" (expected require, optional)`},
 		{desc: "client_ca empty", base: baseTLSListen, line: `tls { client_ca "" }`, err: `4:19: client_ca: expected a file path, got an empty string`},
+		{desc: "own certificates", base: baseTLSListen, line: "tls { self_signed own.test\n cert c.pem k.pem }", check: func(c *Config) bool {
+			o := lt(c).Certificates
+			return o != nil && slices.Equal(o.SelfSigned, []string{"own.test"}) && len(o.Certificates) == 1 &&
+				o.Certificates[0].KeyFile == "k.pem" && c.TLS != nil && slices.Equal(c.TLS.SelfSigned, []string{"localhost"})
+		}},
+		{desc: "no own certificates", base: baseTLSListen, line: "tls { min_version 1.3 }", check: func(c *Config) bool { return lt(c).Certificates == nil }},
+		{desc: "own certificates without a tls block", base: "listen web {\n  addr :443\n  protocols tls\n  %s\n}\nroute r { match Path(`/`); respond 200 \"ok\" }\n",
+			line: "tls { self_signed own.test }", check: func(c *Config) bool { return c.TLS == nil && lt(c).Certificates != nil }},
 		{desc: "handshake_timeout", base: baseTLSListen, line: "tls { handshake_timeout 3s }", check: func(c *Config) bool { return lt(c).HandshakeTimeout == 3*time.Second }},
 		{desc: "handshake_timeout zero", base: baseTLSListen, line: "tls { handshake_timeout 0s }", err: `4:27: handshake_timeout: must be more than 0`},
 		{desc: "tls block on a cleartext listener", base: baseListen, line: "tls { min_version 1.3 }", err: `3:3: listener "web" has a tls block but its protocols do not include tls (add tls to protocols)`},
 		{desc: "tls block before protocols", base: baseSecure, line: "tls { min_version 1.3 }\n  protocols tls", check: func(c *Config) bool { return lt(c).MinVersion == tls.VersionTLS13 }},
-		{desc: "unknown directive", base: baseTLSListen, line: "tls { cert a.pem a.key }", err: `4:9: unknown directive "cert" in listen tls block (expected min_version, ciphers, curves, client_ca, client_auth, handshake_timeout)`},
+		{desc: "unknown directive", base: baseTLSListen, line: "tls { ocsp_stapling on }", err: `4:9: unknown directive "ocsp_stapling" in listen tls block (expected min_version, ciphers, curves, client_ca, client_auth, handshake_timeout, cert, self_signed)`},
 		{desc: "two tls blocks", base: baseTLSListen, line: "tls { }\n  tls { }", err: `5:3: duplicate "tls" in listen block (first at line 4)`},
 	})
 }

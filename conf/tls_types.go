@@ -80,7 +80,13 @@ type ListenerTLS struct {
 	// ClientHello to the end of the handshake (`handshake_timeout`).
 	// Default 10s.
 	HandshakeTimeout time.Duration
-	Pos              Pos
+	// Certificates, when the block has `cert` or `self_signed` lines of
+	// its own, are the only certificates the listener serves: a store of
+	// its own, with the default OCSP and session ticket settings and its
+	// own ticket keys; the top-level block's certificates and ACME names
+	// are not served there. Nil: the top-level tls block's.
+	Certificates *TLSStore
+	Pos          Pos
 }
 
 // ProxyProtocol is a listener's `proxy_protocol trusted CIDR...` line:

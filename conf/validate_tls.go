@@ -11,9 +11,16 @@ func (b *builder) checkTLSListeners() {
 	if s != nil && (len(s.Certificates) > 0 || len(s.SelfSigned) > 0 || s.ACME != nil) {
 		return
 	}
+	own := map[string]bool{}
+	for _, l := range b.cfg.Listeners {
+		own[l.Name] = l.TLS != nil && l.TLS.Certificates != nil
+	}
 	for _, l := range b.tlsListeners {
+		if own[l.name] {
+			continue
+		}
 		b.errorf(l.pos, "listener %q is a TLS listener but no tls block provides certificates "+
-			"(expected a top-level tls block with `cert CERTFILE KEYFILE`, `self_signed NAME` or an `acme` block)", l.name)
+			"(expected a top-level tls block with `cert CERTFILE KEYFILE`, `self_signed NAME` or an `acme` block, or those lines in the listener's tls block)", l.name)
 	}
 }
 

@@ -62,7 +62,7 @@ func Watched(mainFile string) WatchSet {
 }
 
 // tlsFiles lists the files a top-level tls block (cert lines) or a
-// listen block's tls block (client_ca) reads, so that a renewed
+// listen block's tls block (client_ca, cert lines) reads, so that a renewed
 // certificate file reloads like a changed route file.
 func tlsFiles(main string, d *routes.Directive) []string {
 	if d.Block == nil || (d.Name != "tls" && d.Name != "listen") {
@@ -81,8 +81,12 @@ func tlsFiles(main string, d *routes.Directive) []string {
 			add(c.Args[1].Value)
 		case d.Name == "listen" && c.Name == "tls" && c.Block != nil:
 			for _, cc := range c.Block.Directives {
-				if cc.Name == "client_ca" && len(cc.Args) == 1 {
+				switch {
+				case cc.Name == "client_ca" && len(cc.Args) == 1:
 					add(cc.Args[0].Value)
+				case cc.Name == "cert" && len(cc.Args) >= 2:
+					add(cc.Args[0].Value)
+					add(cc.Args[1].Value)
 				}
 			}
 		}

@@ -117,6 +117,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "client_ca", Usage: "FILE", Min: 1, Max: 1},
 		{Name: "client_auth", Usage: "require|optional", Min: 1, Max: 1},
 		{Name: "handshake_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "cert", Usage: "CERTFILE KEYFILE [default]", Min: 2, Max: 3, Repeat: true, take: takeCert},
+		{Name: "self_signed", Usage: "NAME...", Min: 1, Max: -1, Repeat: true},
 	},
 	H2Block: {
 		{Name: "max_concurrent_streams", Usage: "N", Min: 1, Max: 1},

@@ -1,6 +1,8 @@
 package main
 
 import (
+	cryptotls "crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 	"os"
@@ -124,6 +126,20 @@ func TestMakeRunExample(t *testing.T) {
 		if out, code := testutil.Curl(t, args...); code != 0 || out != tc.want {
 			t.Errorf("%s: exit %d, body %q, want %q", tc.desc, code, out, tc.want)
 		}
+	}
+	// Passthrough shows in the certificate: pass.localhost gets demo-tls's
+	// own, which websecure does not hold.
+	leaf := func(sni string) *x509.Certificate {
+		c, err := cryptotls.Dial("tcp", "127.0.0.1:"+sec, &cryptotls.Config{ServerName: sni, InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatalf("TLS to %s: %v", sni, err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0]
+	}
+	site, pass := leaf("localhost"), leaf("pass.localhost")
+	if !slices.Equal(pass.DNSNames, []string{"pass.localhost"}) || slices.Contains(site.DNSNames, "pass.localhost") || site.Equal(pass) {
+		t.Errorf("certificates: websecure %v, through passthrough %v; want demo-tls's own for pass.localhost", site.DNSNames, pass.DNSNames)
 	}
 	out, _ := testutil.Curl(t, "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "-H", "Host: old.example.com", base+"/a/b")
 	if out != "308 https://new.example.com/a/b" {

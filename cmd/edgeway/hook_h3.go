@@ -37,10 +37,11 @@ func (d *daemon) bindH3(lc conf.Listener, h httpmsg.Handler) error {
 	if !listeners.ServesH3(lc) {
 		return nil
 	}
-	if d.store == nil {
+	store := d.storeFor(lc)
+	if store == nil {
 		return errors.New("a TLS listener needs a tls block with certificates")
 	}
-	tc, err := d.store.ServerConfig(lc.TLS, []string{alpn.H3})
+	tc, err := store.ServerConfig(lc.TLS, []string{alpn.H3})
 	if err != nil {
 		return err
 	}

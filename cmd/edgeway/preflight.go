@@ -69,10 +69,7 @@ func preflight(cfg *conf.Config) []conf.Diagnostic {
 // preflightTLS loads the certificates and builds each TLS listener's
 // configuration as start does, in a store that is thrown away.
 func preflightTLS(cfg *conf.Config) []conf.Diagnostic {
-	if cfg.TLS == nil {
-		return nil
-	}
-	store := edgetls.NewStore(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	store := edgetls.NewStore(discard)
 	defer store.Close()
 	at := func(err error, pos conf.Pos) conf.Diagnostic {
 		var fe *edgetls.FileError
@@ -93,12 +90,23 @@ func preflightTLS(cfg *conf.Config) []conf.Diagnostic {
 		if l.TLS == nil {
 			continue
 		}
-		if _, err := store.ServerConfig(l.TLS, nil); err != nil {
+		s := store
+		if l.TLS.Certificates != nil {
+			s = edgetls.NewStore(discard)
+			defer s.Close()
+			if err := s.Load(l.TLS.Certificates); err != nil {
+				diags = append(diags, at(err, l.TLS.Pos))
+				continue
+			}
+		}
+		if _, err := s.ServerConfig(l.TLS, nil); err != nil {
 			diags = append(diags, at(err, l.Pos))
 		}
 	}
 	return diags
 }
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func acmeBlock(cfg *conf.Config) *conf.ACME {
 	if cfg.TLS == nil {

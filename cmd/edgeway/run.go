@@ -83,8 +83,9 @@ type daemon struct {
 	log     *slog.Logger
 	logs    *loggers
 	router  *router.Router
-	store   *edgetls.Store // certificates; nil without a tls block
-	acme    *acmeState     // the ACME client; nil without an acme block
+	store   *edgetls.Store            // certificates; nil without a tls block
+	own     map[string]*edgetls.Store // listeners' own certificates, by listener; made at start
+	acme    *acmeState                // the ACME client; nil without an acme block
 	servers []*listeners.Server
 	h3      map[string]*h3.Server // QUIC listeners by listener name, bound at start
 	bound   []conf.Listener       // listeners as bound at start; reload cannot change them

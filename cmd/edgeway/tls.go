@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -29,16 +30,57 @@ func isTLS(lc conf.Listener) bool { return slices.Contains(lc.Protocols, "tls") 
 // start and on every reload): a file that fails keeps every certificate
 // served as it was, and the error refuses the reload.
 func (d *daemon) loadCertificates(cfg *conf.Config) error {
-	if cfg.TLS == nil && d.store == nil {
-		return nil
+	if cfg.TLS != nil || d.store != nil {
+		if d.store == nil {
+			d.store = edgetls.NewStore(d.log)
+		}
+		if err := d.store.Load(cfg.TLS); err != nil {
+			return fmt.Errorf("certificates: %w", err)
+		}
 	}
-	if d.store == nil {
-		d.store = edgetls.NewStore(d.log)
-	}
-	if err := d.store.Load(cfg.TLS); err != nil {
-		return fmt.Errorf("certificates: %w", err)
+	for _, lc := range cfg.Listeners {
+		if lc.TLS == nil || lc.TLS.Certificates == nil {
+			continue
+		}
+		s := d.own[lc.Name]
+		if s == nil && d.bound == nil { // stores are made at start only: tls is restart-class
+			if d.own == nil {
+				d.own = map[string]*edgetls.Store{}
+			}
+			s = edgetls.NewStore(d.log)
+			d.own[lc.Name] = s
+		}
+		if s == nil {
+			continue
+		}
+		if err := s.Load(lc.TLS.Certificates); err != nil {
+			return fmt.Errorf("listener %s certificates: %w", lc.Name, err)
+		}
 	}
 	return nil
+}
+
+// storeFor is the store whose certificates listener lc serves: its own
+// when its tls block has certificates, else the top-level one (nil when
+// there is none).
+func (d *daemon) storeFor(lc conf.Listener) *edgetls.Store {
+	if s := d.own[lc.Name]; s != nil {
+		return s
+	}
+	return d.store
+}
+
+// certificates lists what every store serves: the top-level one's, then
+// each listener's own.
+func (d *daemon) certificates() []edgetls.CertInfo {
+	out := []edgetls.CertInfo{}
+	if d.store != nil {
+		out = append(out, d.store.List()...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.own)) {
+		out = append(out, d.own[name].List()...)
+	}
+	return out
 }
 
 // listen binds one listener with what it serves: the router, or the
@@ -56,10 +98,11 @@ func (d *daemon) listen(lc conf.Listener) (*listeners.Server, error) {
 	h = d.h3Wrap(lc, h)
 	var o listeners.Options
 	if isTLS(lc) {
-		if d.store == nil {
+		store := d.storeFor(lc)
+		if store == nil {
 			return nil, errors.New("a TLS listener needs a tls block with certificates")
 		}
-		tc, err := d.store.ServerConfig(lc.TLS, nil)
+		tc, err := store.ServerConfig(lc.TLS, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -93,10 +136,7 @@ func (d *daemon) passthrough(listener string) func(context.Context, *sniff.Hello
 // the store holds, with its names, source, validity and OCSP staple.
 func (d *daemon) registerCertificateAPI(srv *admin.Server) {
 	srv.Handle("GET /api/certificates", func(*http.Request) (any, error) {
-		if d.store == nil {
-			return []edgetls.CertInfo{}, nil
-		}
-		return d.store.List(), nil
+		return d.certificates(), nil
 	})
 }
 
@@ -119,14 +159,17 @@ func (c *certificateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.de
 
 // Collect implements prometheus.Collector.
 func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.d.store == nil {
-		return
-	}
 	now := time.Now()
-	for _, ci := range c.d.store.List() {
-		if len(ci.Names) == 0 {
+	seen := map[[3]string]bool{}
+	for _, ci := range c.d.certificates() {
+		key := [3]string{}
+		if len(ci.Names) > 0 {
+			key = [3]string{ci.Names[0], ci.Source, ci.KeyType}
+		}
+		if len(ci.Names) == 0 || seen[key] { // one series per label set
 			continue
 		}
+		seen[key] = true
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, ci.NotAfter.Sub(now).Seconds(), ci.Names[0], ci.Source, ci.KeyType)
 	}
 }
