@@ -108,6 +108,12 @@ func (b *builder) warnf(p routes.Pos, format string, args ...any) {
 	b.cfg.Warnings = append(b.cfg.Warnings, b.diag(p, fmt.Sprintf(format, args...)))
 }
 
+// warnAt is warnf at the position of a block already built (Route.Pos).
+func (b *builder) warnAt(p Pos, format string, args ...any) {
+	b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: p, Msg: fmt.Sprintf(format, args...),
+		Source: b.sources[p.File].Line(p.Line)})
+}
+
 // at returns the position offset bytes into the argument a (for errors the
 // rule parser reports inside a match expression).
 func (b *builder) at(a routes.Arg, offset int) routes.Pos {

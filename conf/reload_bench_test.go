@@ -1,10 +1,12 @@
 package conf
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/edgeway/edgeway/internal/testutil"
+	"github.com/edgeway/edgeway/routes"
 )
 
 // writeBig writes a main file including a generated route file of n routes
@@ -50,4 +52,27 @@ func BenchmarkLoad10kCold(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkShadows10k is the shadowed-route check of a load (checkShadows)
+// alone, on the 10,000-route file: the routes of the generated file that
+// share a regexp-only rule are reported, the rest are compared with the
+// few earlier routes the index names.
+func BenchmarkShadows10k(b *testing.B) {
+	main := writeBig(b, 10000)
+	text, err := os.ReadFile(main)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bl := newBuilder(osFS{})
+	bl.loadFile(main, text, routes.MainFile)
+	if len(bl.errs) > 0 {
+		b.Fatal(bl.errorList())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		bl.cfg.Warnings = bl.cfg.Warnings[:0]
+		bl.checkShadows()
+	}
+	b.ReportMetric(float64(len(bl.cfg.Warnings)), "warnings")
 }

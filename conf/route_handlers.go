@@ -124,6 +124,9 @@ func match(b *builder, r *draft, d *routes.Directive) {
 	for _, w := range parsed.Warnings() {
 		b.warnf(b.at(a, w.Offset), "%s", w.Msg)
 	}
+	if w := parsed.NeverMatches(); w != nil {
+		b.warnf(b.at(a, w.Offset), "%s %q can never match: %s", r.label, r.name, w.Msg)
+	}
 }
 
 func to(b *builder, r *draft, d *routes.Directive) {

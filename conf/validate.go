@@ -5,7 +5,8 @@ import (
 )
 
 // validate runs the checks that need the whole configuration: references
-// between blocks and addresses bound twice.
+// between blocks, addresses bound twice, and routes that earlier routes
+// hide.
 func (b *builder) validate() {
 	b.checkRefs()
 	b.checkAddrs()
@@ -13,6 +14,9 @@ func (b *builder) validate() {
 	b.checkTLSListeners()
 	b.checkTCPRoutes()
 	b.checkACMERoutes()
+	if len(b.errs) == 0 {
+		b.checkShadows()
+	}
 	if len(b.cfg.Listeners) == 0 && len(b.errs) == 0 {
 		b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: Pos{File: b.firstFile()},
 			Msg: "no listen block: nothing will be served"})
@@ -100,8 +104,7 @@ func (b *builder) unusedUpstreams() {
 	}
 	for _, u := range b.cfg.Upstreams {
 		if !used[u.Name] {
-			b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: u.Pos, Msg: "upstream \"" + u.Name + "\" is not used by any route",
-				Source: b.sources[u.Pos.File].Line(u.Pos.Line)})
+			b.warnAt(u.Pos, "upstream %q is not used by any route", u.Name)
 		}
 	}
 }

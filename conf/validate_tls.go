@@ -39,9 +39,7 @@ func (b *builder) checkTCPRoutes() {
 			reached = reached || tlsListener[name]
 		}
 		if !reached {
-			b.cfg.Warnings = append(b.cfg.Warnings, Diagnostic{Pos: r.Pos,
-				Msg:    "tcp route \"" + r.Name + "\" reaches no TLS listener, so it never matches (tcp routes are served on listeners whose protocols include tls)",
-				Source: b.sources[r.Pos.File].Line(r.Pos.Line)})
+			b.warnAt(r.Pos, "tcp route %q reaches no TLS listener, so it never matches (tcp routes are served on listeners whose protocols include tls)", r.Name)
 		}
 	}
 	protocol := make(map[string]string, len(b.cfg.Upstreams))

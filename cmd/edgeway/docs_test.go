@@ -75,9 +75,21 @@ func TestReadmeSnippetsLoad(t *testing.T) {
 // websecure (8443) ports.
 func startExample(t *testing.T) (p *testutil.Proc, web, sec string) {
 	t.Helper()
-	src := filepath.Join(testutil.ModuleRoot(t), "examples")
 	web, demo := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
 	sec, demoTLS := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
+	ports := strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo, ":8443", ":"+sec, ":8444", ":"+demoTLS)
+	dir := copyExamples(t, func(_, s string) string { return ports.Replace(s) })
+	p = testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
+	p.Addrs(t, 4)
+	return p, web, sec
+}
+
+// copyExamples copies examples/ to a new directory, each file's text
+// passed through edit with its slash-separated path there, and returns
+// the directory.
+func copyExamples(t *testing.T, edit func(rel, text string) string) string {
+	t.Helper()
+	src := filepath.Join(testutil.ModuleRoot(t), "examples")
 	dir := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -87,17 +99,60 @@ func startExample(t *testing.T) (p *testutil.Proc, web, sec string) {
 		if err != nil {
 			return err
 		}
-		s := strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo, ":8443", ":"+sec, ":8444", ":"+demoTLS).Replace(string(b))
 		rel, _ := filepath.Rel(src, p)
-		testutil.WriteFiles(t, dir, map[string]string{rel: s})
+		testutil.WriteFiles(t, dir, map[string]string{rel: edit(filepath.ToSlash(rel), string(b))})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p = testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
-	p.Addrs(t, 4)
-	return p, web, sec
+	return dir
+}
+
+// TestValidateShadowedRoute is issue 17's case: a route added to the
+// shipped example with a rule shorter than the catch-all's. Validate
+// warns about it when the catch-all has its default priority, and exits
+// 0; with the example's `priority 1` it has nothing to say.
+func TestValidateShadowedRoute(t *testing.T) {
+	hello := "\nroute hello {\n  match Path(`/hello`)\n  respond 200 \"hello\\n\"\n}\n"
+	tests := []struct {
+		desc     string
+		priority string // what replaces the catch-all's priority line
+		want     string // the warning, or "" for none
+	}{
+		{desc: "default priority", priority: "", want: `warning: ` + "routes/web.routes:" +
+			`: route "hello" (priority 14) is never reached on listeners web and websecure: ` +
+			`route "default" (priority 15) on listeners web and websecure matches every request it could; ` +
+			`give "hello" a priority above 15, narrow "default", or serve "hello" on its other listeners only`},
+		{desc: "shipped example", priority: "  priority 1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			dir := copyExamples(t, func(rel, s string) string {
+				if rel != "routes/web.routes" {
+					return s
+				}
+				if !strings.Contains(s, "listeners web websecure\n  priority 1\n") {
+					t.Fatalf("the catch-all of %s has no `priority 1` line", rel)
+				}
+				return strings.Replace(s, "  priority 1\n", tt.priority, 1) + hello
+			})
+			out, code := runCLI(t, "validate", "-c", filepath.Join(dir, "edgeway.conf"))
+			if code != 0 || !strings.Contains(out, "is valid") {
+				t.Fatalf("exit %d, want 0:\n%s", code, out)
+			}
+			if tt.want == "" {
+				if strings.Contains(out, "warning") {
+					t.Errorf("warnings:\n%s", out)
+				}
+				return
+			}
+			head, tail, _ := strings.Cut(tt.want, "routes/web.routes:")
+			if !regexp.MustCompile(regexp.QuoteMeta(head) + `\S*` + regexp.QuoteMeta("routes/web.routes:") + `\d+:1` + regexp.QuoteMeta(tail)).MatchString(out) {
+				t.Errorf("output lacks %q:\n%s", tt.want, out)
+			}
+		})
+	}
 }
 
 // TestMakeRunExample serves the shipped example the way `make run` does

@@ -41,6 +41,7 @@ type Rule struct {
 	http     httpFn
 	tcp      tcpFn
 	warnings []*Error
+	shape    shape
 }
 
 // Parse parses and compiles text as a rule of the given kind. A non-nil
@@ -58,7 +59,7 @@ func parse(kind Kind, text string, cache *Cache) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Rule{text: text, kind: kind, tree: tree, warnings: p.warnings}
+	r := &Rule{text: text, kind: kind, tree: tree, warnings: p.warnings, shape: analyse(tree)}
 	if kind == HTTP {
 		r.http = compileHTTP(tree)
 	} else {

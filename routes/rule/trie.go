@@ -35,6 +35,28 @@ func (n *trieNode) insert(key string) *trieNode {
 	return n
 }
 
+// find returns the node whose path is key, or nil.
+func (n *trieNode) find(key string) *trieNode {
+	for ok := true; key != "" && ok; {
+		n, key, ok = n.next(key)
+	}
+	return n
+}
+
+// next returns the child of n whose label starts path (not empty) and the
+// rest of path after it; ok is false when there is none.
+func (n *trieNode) next(path string) (c *trieNode, rest string, ok bool) {
+	i := strings.IndexByte(n.first, path[0])
+	if i < 0 {
+		return nil, "", false
+	}
+	c = n.children[i]
+	if !strings.HasPrefix(path, c.label) {
+		return nil, "", false
+	}
+	return c, path[len(c.label):], true
+}
+
 func commonPrefix(a, b string) int {
 	i := 0
 	for i < len(a) && i < len(b) && a[i] == b[i] {
@@ -56,14 +78,9 @@ func (n *trieNode) collect(path string, out [][]int32) [][]int32 {
 			}
 			return out
 		}
-		i := strings.IndexByte(n.first, path[0])
-		if i < 0 {
+		var ok bool
+		if n, path, ok = n.next(path); !ok {
 			return out
 		}
-		n = n.children[i]
-		if !strings.HasPrefix(path, n.label) {
-			return out
-		}
-		path = path[len(n.label):]
 	}
 }
