@@ -89,14 +89,23 @@ func (d *daemon) passthrough(listener string) func(context.Context, *sniff.Hello
 	}
 }
 
+// certificateList is GET /api/certificates.
+type certificateList struct {
+	Certificates []edgetls.CertInfo `json:"certificates"`
+}
+
 // registerCertificateAPI adds GET /api/certificates: every certificate
 // the store holds, with its names, source, validity and OCSP staple.
 func (d *daemon) registerCertificateAPI(srv *admin.Server) {
 	srv.Handle("GET /api/certificates", func(*http.Request) (any, error) {
-		if d.store == nil {
-			return []edgetls.CertInfo{}, nil
+		var list []edgetls.CertInfo
+		if d.store != nil {
+			list = d.store.List()
 		}
-		return d.store.List(), nil
+		if list == nil {
+			list = []edgetls.CertInfo{}
+		}
+		return certificateList{Certificates: list}, nil
 	})
 }
 
