@@ -218,4 +218,3 @@ func jsonKeys(v any) []string {
 	}
 	return out
 }
-
