@@ -73,29 +73,42 @@ func TestReadmeSnippetsLoad(t *testing.T) {
 // websecure (8443) ports.
 func startExample(t *testing.T) (p *testutil.Proc, web, sec string) {
 	t.Helper()
-	src := filepath.Join(testutil.ModuleRoot(t), "examples")
 	web, demo := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
 	sec, demoTLS := fmt.Sprint(testutil.FreePort(t)), fmt.Sprint(testutil.FreePort(t))
+	admin := fmt.Sprint(testutil.FreePort(t))
 	dir := t.TempDir()
+	copyExample(t, dir, strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo, ":8443", ":"+sec, ":8444", ":"+demoTLS, ":9900", ":"+admin))
+	p = testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
+	p.Addrs(t, 4)
+	return p, web, sec
+}
+
+// copyExample copies examples/ to dir, each file through r, leaving out
+// examples/state/ (what a `make run` wrote: its token, its overrides).
+func copyExample(t *testing.T, dir string, r *strings.Replacer) {
+	t.Helper()
+	src := filepath.Join(testutil.ModuleRoot(t), "examples")
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		switch {
+		case d.IsDir() && rel == "state":
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		s := strings.NewReplacer(":8080", ":"+web, ":8081", ":"+demo, ":8443", ":"+sec, ":8444", ":"+demoTLS).Replace(string(b))
-		rel, _ := filepath.Rel(src, p)
-		testutil.WriteFiles(t, dir, map[string]string{rel: s})
+		testutil.WriteFiles(t, dir, map[string]string{rel: r.Replace(string(b))})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p = testutil.Start(t, filepath.Join(dir, "edgeway.conf"))
-	p.Addrs(t, 4)
-	return p, web, sec
 }
 
 // TestMakeRunExample serves the shipped example the way `make run` does
