@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -56,7 +55,7 @@ func TestReadmeAdminCurl(t *testing.T) {
 		t.Fatalf("found %d curl lines in README's Admin API ```sh blocks, want at least 10", n)
 	}
 	for _, port := range exampleAdminPorts {
-		if !portFree(port) {
+		if !testutil.PortFree(port) {
 			t.Skipf("port %d is taken (a `make run` going?): the README's curl lines name the example's fixed ports 8080, 8081, 8443, 8444 and 9900", port)
 		}
 	}
@@ -122,22 +121,6 @@ func countPrefix(lines []string, prefix string) int {
 		}
 	}
 	return n
-}
-
-// portFree reports whether 127.0.0.1:port can be bound, TCP and UDP.
-func portFree(port int) bool {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	l.Close()
-	u, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return false
-	}
-	u.Close()
-	return true
 }
 
 // handleRE finds the admin endpoints the code registers: ServeMux
