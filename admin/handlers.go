@@ -74,7 +74,7 @@ func (s *Server) reload(r *http.Request) (any, error) {
 	if v := r.URL.Query().Get("allow_empty"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("allow_empty: want 1, true, 0 or false, got %q", v)}
+			return nil, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("allow_empty: expected 1, true, 0 or false, got %q", v)}
 		}
 		opts.AllowEmpty = b
 	}

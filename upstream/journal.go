@@ -26,7 +26,7 @@ func OverridesOf(pools map[string]*Pool) Overrides {
 	j := Overrides{}
 	for name, p := range pools {
 		for _, s := range p.Status().Servers {
-			if o := s.Override; o.Weight != nil || o.Drain != nil || o.Disabled != nil {
+			if o := s.Override; !o.IsZero() {
 				if j[name] == nil {
 					j[name] = map[string]OverrideStatus{}
 				}

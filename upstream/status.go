@@ -6,59 +6,64 @@ import (
 	"github.com/edgeway/edgeway/conf"
 )
 
-// PoolStatus is a snapshot of a pool for the admin API, ready for
-// encoding/json.
+// PoolStatus is a snapshot of a pool for the admin API. Its JSON form is
+// cmd/edgeway's (poolView: the API's names and units), so it carries no
+// JSON tags.
 type PoolStatus struct {
-	Name string `json:"name"`
+	Name string
 	// Balance is the policy: round_robin, least_request, random,
 	// hash, sticky.
-	Balance conf.Balance `json:"balance"`
+	Balance conf.Balance
 	// Panic is true while fewer than PanicThreshold percent of the
 	// servable servers are healthy, so all of them take traffic.
-	Panic          bool           `json:"panic"`
-	PanicThreshold int            `json:"panic_threshold"`
-	SlowStart      time.Duration  `json:"slow_start_ns"`
-	InFlight       int64          `json:"in_flight"`
-	Servers        []ServerStatus `json:"servers"`
+	Panic          bool
+	PanicThreshold int
+	SlowStart      time.Duration
+	InFlight       int64
+	Servers        []ServerStatus
 }
 
 // ServerStatus is a snapshot of one server.
 type ServerStatus struct {
-	Addr string `json:"address"`
-	ID   string `json:"id"`
+	Addr string
+	ID   string
 	// Weight is the configured weight.
-	Weight int `json:"weight"`
+	Weight int
 	// Override holds the admin overrides; each field nil when not set.
-	Override OverrideStatus `json:"override"`
+	Override OverrideStatus
 	// EffectiveWeight is the weight the balancer uses now: the runtime or
 	// configured weight ramped by slow start; 0 when the server takes no
 	// traffic.
-	EffectiveWeight float64 `json:"effective_weight"`
-	State           State   `json:"state"`
+	EffectiveWeight float64
+	State           State
 	// Since is when the server entered State; Reason says why (the last
 	// failing check, the counts that ejected it or opened its breaker,
 	// the admin change).
-	Since       time.Time    `json:"since"`
-	Reason      string       `json:"reason"`
-	Transitions []Transition `json:"transitions"`
+	Since       time.Time
+	Reason      string
+	Transitions []Transition
 	// LastCheck is the last failing health check's result ("" if none).
-	LastCheck string `json:"last_check,omitempty"`
+	LastCheck string
 	// Ejections counts the ejections that set the current ejection time.
-	Ejections int    `json:"ejections"`
-	InFlight  int64  `json:"in_flight"`
-	Requests  uint64 `json:"requests"`
-	Failures  uint64 `json:"failures"`
+	Ejections int
+	InFlight  int64
+	Requests  uint64
+	Failures  uint64
 	// Entered counts the transitions into each state (indexed by State)
-	// since the server's state was made, for the metrics.
-	Entered [numStates]uint64 `json:"-"`
+	// since the server's state was made, for the metrics (not the API).
+	Entered [numStates]uint64
 }
 
-// OverrideStatus holds a server's admin overrides; nil when not set.
+// OverrideStatus holds a server's admin overrides; nil when not set. Its
+// JSON form is the overrides journal's (SaveOverrides).
 type OverrideStatus struct {
 	Weight   *int  `json:"weight"`
 	Drain    *bool `json:"drain"`
 	Disabled *bool `json:"disabled"`
 }
+
+// IsZero reports whether no override is set.
+func (o OverrideStatus) IsZero() bool { return o.Weight == nil && o.Drain == nil && o.Disabled == nil }
 
 // Status returns a snapshot of the pool and each of its servers. It also
 // ends the ejections and open breakers whose time has passed, so that an

@@ -274,20 +274,22 @@ func TestACMERenewalAndCADown(t *testing.T) {
 	if v := e.metric(t, `edgeway_acme_orders_total{name="renew.acme.test"}`); v == "" || v == "0" || v == "1" {
 		t.Errorf("edgeway_acme_orders_total: %q, want the first order and renewals", v)
 	}
-	var certs []struct {
-		Names   []string `json:"names"`
-		Source  string   `json:"source"`
-		Active  bool     `json:"active"`
-		Renewal *struct {
-			Reason   string `json:"reason"`
-			Failures int    `json:"failures"`
-		} `json:"renewal"`
+	var certs struct {
+		Certificates []struct {
+			Names   []string `json:"names"`
+			Source  string   `json:"source"`
+			Active  bool     `json:"active"`
+			Renewal *struct {
+				Reason   string `json:"reason"`
+				Failures int    `json:"failures"`
+			} `json:"renewal"`
+		} `json:"certificates"`
 	}
 	if code := e.get(t, "/api/certificates", &certs); code != 200 {
 		t.Fatalf("GET /api/certificates: %d", code)
 	}
 	var shown bool
-	for _, c := range certs {
+	for _, c := range certs.Certificates {
 		if c.Source == "acme" && c.Active && slices.Contains(c.Names, "renew.acme.test") {
 			shown = c.Renewal != nil && c.Renewal.Reason == "ca_unreachable" && c.Renewal.Failures >= 1
 		}

@@ -76,7 +76,13 @@ var adminAddrRE = regexp.MustCompile(`msg="admin API listening" addr=(\S+)`)
 // do calls the admin API as curl would, with the token when auth is set.
 func (e *adminEdgeway) do(t *testing.T, method, path string, auth bool) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.admin+path, nil)
+	return e.send(t, method, path, "", auth)
+}
+
+// send is do with a request body ("" for none).
+func (e *adminEdgeway) send(t *testing.T, method, path, body string, auth bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.admin+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,10 +93,7 @@ func (d *daemon) stopAdmin() {
 // first (ties in file order), HTTP before TCP.
 func (d *daemon) Routes() []admin.Route {
 	l := d.live.Load()
-	var all []string
-	for _, lc := range l.cfg.Listeners {
-		all = append(all, lc.Name)
-	}
+	all := listenerNames(l.cfg)
 	out := make([]admin.Route, 0, len(l.cfg.Routes)+len(l.cfg.TCPRoutes))
 	for _, r := range l.cfg.Routes {
 		mw := make([]string, len(r.Middlewares))

@@ -154,7 +154,7 @@ func pickListener(cfg *conf.Config, name string, u *url.URL) (*conf.Listener, er
 		all = append(all, l.Name+" "+l.Addr)
 	}
 	if name != "" {
-		return nil, admin.Errorf(http.StatusBadRequest, "no listener named %q (listeners: %s)", name, strings.Join(all, ", "))
+		return nil, admin.Errorf(http.StatusBadRequest, "listener: expected one of %s, got %q", strings.Join(listenerNames(cfg), ", "), name)
 	}
 	port := u.Port()
 	if port == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -42,7 +43,7 @@ func parseClientIP(s string) (netip.Addr, error) {
 	}
 	ip, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Addr{}, &admin.Error{Status: http.StatusBadRequest, Message: "bad client IP: " + err.Error(), Err: err}
+		return netip.Addr{}, &admin.Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("client_ip: expected an IP address, got %q", s), Err: err}
 	}
 	return ip, nil
 }
@@ -74,7 +75,7 @@ func explainTLS(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery, i
 func explainRequest(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuery, ip netip.Addr) (admin.Explanation, error) {
 	u, err := url.Parse(q.URL)
 	if err != nil || u.Host == "" {
-		return admin.Explanation{}, admin.Errorf(http.StatusBadRequest, "bad URL %q: want an absolute URL such as http://example.com/path", q.URL)
+		return admin.Explanation{}, admin.Errorf(http.StatusBadRequest, "url: expected an absolute URL such as http://example.com/path, got %q", q.URL)
 	}
 	h, err := parseHeaders(q.Headers)
 	if err != nil {
@@ -112,12 +113,21 @@ func explainRequest(cfg *conf.Config, snap *router.Snapshot, q admin.ExplainQuer
 	return matchRequest(cfg, snap, name, req, forward, u.RawQuery)
 }
 
+// listenerNames lists the names of cfg's listeners, in file order.
+func listenerNames(cfg *conf.Config) []string {
+	names := make([]string, len(cfg.Listeners))
+	for i, l := range cfg.Listeners {
+		names[i] = l.Name
+	}
+	return names
+}
+
 func parseHeaders(lines []string) (http.Header, error) {
 	h := http.Header{}
 	for _, line := range lines {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, admin.Errorf(http.StatusBadRequest, "bad header %q: want 'Name: value'", line)
+			return nil, admin.Errorf(http.StatusBadRequest, "header: expected \"Name: value\", got %q", line)
 		}
 		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}

@@ -132,11 +132,16 @@ func (d *daemon) passthrough(listener string) func(context.Context, *sniff.Hello
 	}
 }
 
+// certificateList is GET /api/certificates.
+type certificateList struct {
+	Certificates []edgetls.CertInfo `json:"certificates"`
+}
+
 // registerCertificateAPI adds GET /api/certificates: every certificate
 // the store holds, with its names, source, validity and OCSP staple.
 func (d *daemon) registerCertificateAPI(srv *admin.Server) {
 	srv.Handle("GET /api/certificates", func(*http.Request) (any, error) {
-		return d.certificates(), nil
+		return certificateList{Certificates: d.certificates()}, nil
 	})
 }
 

@@ -272,14 +272,17 @@ func TestCertificatesAPI(t *testing.T) {
 	e := startAdmin(t, "tls { self_signed api.test localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 }", map[string]string{
 		"r.routes": "route r { match PathPrefix(`/`)\n respond 200 \"ok\\n\" }\n",
 	})
-	var certs []struct {
-		Names    []string  `json:"names"`
-		Source   string    `json:"source"`
-		NotAfter time.Time `json:"not_after"`
+	var list struct {
+		Certificates []struct {
+			Names    []string  `json:"names"`
+			Source   string    `json:"source"`
+			NotAfter time.Time `json:"not_after"`
+		} `json:"certificates"`
 	}
-	if code := e.get(t, "/api/certificates", &certs); code != 200 {
+	if code := e.get(t, "/api/certificates", &list); code != 200 {
 		t.Fatalf("GET /api/certificates: %d", code)
 	}
+	certs := list.Certificates
 	if len(certs) != 1 || certs[0].Source != "self-signed" || strings.Join(certs[0].Names, ",") != "api.test,localhost" {
 		t.Fatalf("certificates: %+v", certs)
 	}

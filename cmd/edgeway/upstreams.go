@@ -1,14 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,27 +42,21 @@ const overridesFile = "upstream-overrides.json"
 func (d *daemon) registerUpstreamAPI(srv *admin.Server) {
 	srv.Handle("GET /api/upstreams", func(*http.Request) (any, error) {
 		pools := d.router.Pools()
-		names := make([]string, 0, len(pools))
-		for n := range pools {
-			names = append(names, n)
+		out := upstreamList{Upstreams: make([]poolView, 0, len(pools)), Dropped: []droppedOverride{}}
+		for _, n := range slices.Sorted(maps.Keys(pools)) {
+			out.Upstreams = append(out.Upstreams, newPoolView(pools[n].Status()))
 		}
-		sort.Strings(names)
-		out := make([]upstream.PoolStatus, 0, len(names))
-		for _, n := range names {
-			out = append(out, pools[n].Status())
-		}
-		dropped := []droppedOverride{}
 		if p := d.dropped.Load(); p != nil {
-			dropped = *p
+			out.Dropped = *p
 		}
-		return map[string]any{"upstreams": out, "dropped_overrides": dropped}, nil
+		return out, nil
 	})
 	srv.Handle("GET /api/upstreams/{pool}", func(r *http.Request) (any, error) {
 		p, err := d.pool(r.PathValue("pool"))
 		if err != nil {
 			return nil, err
 		}
-		return p.Status(), nil
+		return newPoolView(p.Status()), nil
 	})
 	srv.Handle("PATCH /api/upstreams/{pool}/servers/{address}", d.patchServer)
 }
@@ -81,7 +77,7 @@ func (d *daemon) patchServer(r *http.Request) (any, error) {
 	}
 	o, err := decodeOverride(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
-		return nil, admin.Errorf(http.StatusBadRequest, "%v", err)
+		return nil, &admin.Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	}
 	if err := p.SetOverride(r.PathValue("address"), o); err != nil {
 		switch {
@@ -96,48 +92,86 @@ func (d *daemon) patchServer(r *http.Request) (any, error) {
 		d.log.Error("saving upstream overrides", "err", err)
 		return nil, admin.Errorf(http.StatusInternalServerError, "override applied but not saved: %v", err)
 	}
-	return p.Status(), nil
+	return newPoolView(p.Status()), nil
 }
 
 // decodeOverride reads {"weight": N|null, "drain": B|null, "disabled":
 // B|null}: a value sets an override, null clears it, an absent field
-// leaves it.
+// leaves it. Its errors name the field, what it takes and what came.
 func decodeOverride(r io.Reader) (upstream.Override, error) {
-	var raw map[string]json.RawMessage
 	var o upstream.Override
-	if err := json.NewDecoder(r).Decode(&raw); err != nil {
-		return o, fmt.Errorf("body: %w", err)
-	}
-	for k, v := range raw {
-		null := string(v) == "null"
-		var err error
-		switch k {
-		case "weight":
-			o.ClearWeight = null
-			if !null {
-				o.Weight = new(int)
-				err = json.Unmarshal(v, o.Weight)
-			}
-		case "drain":
-			o.ClearDrain = null
-			if !null {
-				o.Drain = new(bool)
-				err = json.Unmarshal(v, o.Drain)
-			}
-		case "disabled":
-			o.ClearDisabled = null
-			if !null {
-				o.Disabled = new(bool)
-				err = json.Unmarshal(v, o.Disabled)
-			}
-		default:
-			return o, fmt.Errorf("unknown field %q (expected weight, drain or disabled)", k)
+	var body json.RawMessage
+	if err := json.NewDecoder(r).Decode(&body); err != nil {
+		got := "invalid JSON (" + err.Error() + ")"
+		if errors.Is(err, io.EOF) {
+			got = "an empty body"
 		}
-		if err != nil {
-			return o, fmt.Errorf("%s: %w", k, err)
+		return o, fmt.Errorf(`body: expected a JSON object such as {"drain": true}, got %s`, got)
+	}
+	var fields map[string]json.RawMessage
+	if body[0] != '{' || json.Unmarshal(body, &fields) != nil {
+		return o, fmt.Errorf(`body: expected a JSON object such as {"drain": true}, got %s`, shortJSON(body))
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) { // the same error for the same body
+		if err := setOverrideField(&o, k, fields[k]); err != nil {
+			return o, err
 		}
 	}
 	return o, nil
+}
+
+// setOverrideField reads one field of a PATCH body into o.
+func setOverrideField(o *upstream.Override, k string, v json.RawMessage) error {
+	null := string(v) == "null"
+	switch k {
+	case "weight":
+		n, err := strconv.Atoi(string(v))
+		if !null && (err != nil || n < 0 || n > upstream.MaxOverrideWeight) {
+			return fmt.Errorf("weight: expected an integer 0 to %d or null, got %s", upstream.MaxOverrideWeight, shortJSON(v))
+		}
+		o.ClearWeight = null
+		if !null {
+			o.Weight = &n
+		}
+	case "drain", "disabled":
+		if !null && string(v) != "true" && string(v) != "false" {
+			return fmt.Errorf("%s: expected true, false or null, got %s", k, shortJSON(v))
+		}
+		b := string(v) == "true"
+		if k == "drain" {
+			o.ClearDrain = null
+			o.Drain = boolPtr(b, null)
+		} else {
+			o.ClearDisabled = null
+			o.Disabled = boolPtr(b, null)
+		}
+	default:
+		return fmt.Errorf("%s: unknown field (expected weight, drain or disabled)", k)
+	}
+	return nil
+}
+
+// boolPtr returns &b, or nil when the field was null.
+func boolPtr(b, null bool) *bool {
+	if null {
+		return nil
+	}
+	return &b
+}
+
+// shortJSON writes a JSON value as it came, on one line and cut short,
+// for an error message.
+func shortJSON(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		b.Reset()
+		b.Write(v)
+	}
+	s := b.String()
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
 }
 
 // saveOverrides writes every pool's overrides to the journal in the
@@ -165,16 +199,6 @@ func (d *daemon) replayOverrides() {
 	d.dropOverrides(dropped, "")
 }
 
-// droppedOverride is an override that no longer applies, as
-// GET /api/upstreams lists it.
-type droppedOverride struct {
-	Upstream string                  `json:"upstream"`
-	Server   string                  `json:"server"`
-	Override upstream.OverrideStatus `json:"override"`
-	Reason   string                  `json:"reason"`
-	Time     time.Time               `json:"time"`
-}
-
 // maxDropped bounds the dropped overrides kept for the API.
 const maxDropped = 100
 
@@ -196,7 +220,7 @@ func (d *daemon) dropOverrides(list []upstream.DroppedOverride, reason string) {
 		}
 		d.log.Warn("upstream override dropped", "upstream", o.Upstream, "server", o.Server,
 			"override", overrideText(o.Override), "reason", why)
-		kept = append(kept, droppedOverride{Upstream: o.Upstream, Server: o.Server, Override: o.Override, Reason: why, Time: now})
+		kept = append(kept, droppedOverride{Upstream: o.Upstream, Server: o.Server, Override: newOverrideView(o.Override), Reason: why, Time: now})
 	}
 	kept = kept[max(0, len(kept)-maxDropped):]
 	d.dropped.Store(&kept)
@@ -216,12 +240,6 @@ func (d *daemon) droppedByReload(before upstream.Overrides) []upstream.DroppedOv
 		}
 	}
 	return out
-}
-
-// overrideText writes an override as the PATCH body that sets it.
-func overrideText(o upstream.OverrideStatus) string {
-	b, _ := json.Marshal(o)
-	return string(b)
 }
 
 // stateDir is the admin block's state_dir of the live configuration

@@ -95,7 +95,7 @@ func FreePort(t testing.TB) int {
 	defer portsMu.Unlock()
 	for range 1000 {
 		port := lo + rand.IntN(hi-lo)
-		if portsGiven[port] || !portFree(port) {
+		if portsGiven[port] || !PortFree(port) {
 			continue
 		}
 		portsGiven[port] = true
@@ -124,7 +124,10 @@ func ephemeralStart() int {
 	return lo
 }
 
-func portFree(port int) bool {
+// PortFree reports whether 127.0.0.1:port can be bound now, for TCP and
+// UDP: for a test that must use a fixed port (the shipped example's) and
+// skips when it is taken.
+func PortFree(port int) bool {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
