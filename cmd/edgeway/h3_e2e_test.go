@@ -308,7 +308,7 @@ listen websecure {
 		}
 	}
 	for _, m := range []struct{ sample, want string }{
-		{`edgeway_quic_connections{listener="websecure"}`, "1"},
+		{`edgeway_quic_open_connections{listener="websecure"}`, "1"},
 		{`edgeway_quic_connections_total{listener="websecure",outcome="accepted"}`, "1"},
 		{`edgeway_quic_connections_total{listener="websecure",outcome="retry"}`, "0"},
 		{`edgeway_quic_handshakes_total{listener="websecure",result="ok"}`, "1"},

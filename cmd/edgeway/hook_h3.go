@@ -89,7 +89,7 @@ func (d *daemon) shutdownH3(ctx context.Context) {
 }
 
 // quicCollector exports a QUIC listener's counts:
-// edgeway_quic_connections (open), edgeway_quic_connections_total{outcome}
+// edgeway_quic_open_connections, edgeway_quic_connections_total{outcome}
 // and edgeway_quic_handshakes_total{result}, edgeway_quic_requests_total.
 type quicCollector struct {
 	s                            *h3.Server
@@ -99,7 +99,7 @@ type quicCollector struct {
 func newQUICCollector(name string, s *h3.Server) *quicCollector {
 	l := prometheus.Labels{"listener": name}
 	return &quicCollector{s: s,
-		open:  prometheus.NewDesc("edgeway_quic_connections", "Open QUIC (HTTP/3) connections.", nil, l),
+		open:  prometheus.NewDesc("edgeway_quic_open_connections", "Open QUIC (HTTP/3) connections.", nil, l),
 		conns: prometheus.NewDesc("edgeway_quic_connections_total", "QUIC connection attempts, by outcome: accepted, refused_source (max_conns_per_source), retry (asked to validate its address).", []string{"outcome"}, l),
 		hs:    prometheus.NewDesc("edgeway_quic_handshakes_total", "QUIC handshakes, by result (ok, failed: failed or timed out).", []string{"result"}, l),
 		reqs:  prometheus.NewDesc("edgeway_quic_requests_total", "HTTP/3 requests read.", nil, l),

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -145,17 +144,18 @@ func (d *daemon) registerCertificateAPI(srv *admin.Server) {
 	})
 }
 
-// certificateCollector exports the seconds left before each served
-// certificate expires (edgeway_certificate_expiry_seconds), for an alert
-// well before a renewal that keeps failing runs out.
+// certificateCollector exports when each served certificate expires
+// (edgeway_certificate_not_after_timestamp_seconds, a Unix time as
+// Prometheus' own timestamps are), for an alert well before a renewal
+// that keeps failing runs out: `... - time() < 14 * 86400`.
 type certificateCollector struct {
 	d    *daemon
 	desc *prometheus.Desc
 }
 
 func newCertificateCollector(d *daemon) *certificateCollector {
-	return &certificateCollector{d: d, desc: prometheus.NewDesc("edgeway_certificate_expiry_seconds",
-		"Seconds until the certificate expires, by first name and source; negative once expired.",
+	return &certificateCollector{d: d, desc: prometheus.NewDesc("edgeway_certificate_not_after_timestamp_seconds",
+		"When the certificate expires (its not-after time), as a Unix time in seconds, by first name, source and key type.",
 		[]string{"name", "source", "key_type"}, nil)}
 }
 
@@ -164,7 +164,6 @@ func (c *certificateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.de
 
 // Collect implements prometheus.Collector.
 func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
-	now := time.Now()
 	seen := map[[3]string]bool{}
 	for _, ci := range c.d.certificates() {
 		key := [3]string{}
@@ -175,7 +174,7 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		seen[key] = true
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, ci.NotAfter.Sub(now).Seconds(), ci.Names[0], ci.Source, ci.KeyType)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(ci.NotAfter.Unix()), ci.Names[0], ci.Source, ci.KeyType)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -289,8 +290,9 @@ func TestCertificatesAPI(t *testing.T) {
 	if left := time.Until(certs[0].NotAfter); left < 300*24*time.Hour {
 		t.Fatalf("not_after %v: the self-signed certificate should be valid for about a year", certs[0].NotAfter)
 	}
-	if m := e.metric(t, `edgeway_certificate_expiry_seconds{key_type="ECDSA P-256",name="api.test",source="self-signed"}`); m == "" {
-		t.Fatal("no edgeway_certificate_expiry_seconds sample for api.test")
+	m := e.metric(t, `edgeway_certificate_not_after_timestamp_seconds{key_type="ECDSA P-256",name="api.test",source="self-signed"}`)
+	if v, err := strconv.ParseFloat(m, 64); err != nil || int64(v) != certs[0].NotAfter.Unix() {
+		t.Fatalf("edgeway_certificate_not_after_timestamp_seconds for api.test = %q, want %d (its not_after)", m, certs[0].NotAfter.Unix())
 	}
 	// One handshake, then a plain request on the TLS port: counted.
 	c, err := tls.Dial("tcp", e.p.Addrs(t, 2)["sec"], &tls.Config{InsecureSkipVerify: true, ServerName: "api.test"})
