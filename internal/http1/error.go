@@ -104,6 +104,10 @@ var (
 	// ErrHeadTooLarge: the head is longer than Limits.MaxHeaderBytes or
 	// has more than Limits.MaxFields fields (RFC 6585 §5).
 	ErrHeadTooLarge = &Error{Status: 431, Reason: "request head too large"}
+	// ErrTargetTooLong: the request line alone does not end within
+	// Limits.MaxHeaderBytes: its target is too long (RFC 9112 §3,
+	// RFC 9110 §15.5.15).
+	ErrTargetTooLong = &Error{Status: 414, Reason: "request target too long"}
 	// ErrVersion: a well-formed HTTP-version other than 1.x (RFC 9110
 	// §15.6.6), "PRI * HTTP/2.0" excepted.
 	ErrVersion = &Error{Status: 505, Reason: "HTTP version not supported"}

@@ -89,6 +89,9 @@ func ParseRequest(b []byte, req *httpmsg.Request, lim Limits) (n int, f Framing,
 	n, err = h.parse(win, req, lim.MaxFields)
 	if err == ErrIncomplete && len(b) >= max {
 		err = ErrHeadTooLarge
+		if bytes.IndexByte(win, '\n') < 0 {
+			err = ErrTargetTooLong
+		}
 	}
 	if err == nil {
 		f, err = h.finish(req)
@@ -325,7 +328,9 @@ func (h *reqHead) check() reason {
 		return rManyHosts // RFC 9112 §3.2
 	case h.hosts == 0 && !h.http10 && !h.connect:
 		return rNoHost
-	case !validHost(str(h.host)):
+	case len(h.host) > 0 && !ValidAuthority(str(h.host)):
+		// An authority, not just its bytes: "[::1" or "a@b" must not
+		// reach the upstream, X-Forwarded-Host or Forwarded.
 		return rBadHost
 	}
 	return rOK

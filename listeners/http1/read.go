@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
@@ -99,13 +100,29 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 	return leave, x.refuse(status, reason)
 }
 
-// looksHTTP1 reports whether the first line in b names an HTTP/1 version,
-// however malformed the rest is.
+// looksHTTP1 reports whether b starts like an HTTP/1 request, however
+// malformed the rest is: its first line names an HTTP version (any:
+// "GET / HTTP/2.0" is answered 505), or it starts with a method, a space
+// and the start of a target ("/", "*", "http://", "https://": a request
+// line too long to end in the buffer is answered 414). HTTP/2 frames, TLS
+// records and a broken HTTP/2 preface ("PRI ...") do not.
 func looksHTTP1(b []byte) bool {
+	line := b
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
+		line = b[:i]
 	}
-	return bytes.Contains(b, []byte(" HTTP/1."))
+	if bytes.HasPrefix(line, []byte("PRI ")) {
+		return false
+	}
+	if bytes.Contains(line, []byte(" HTTP/")) {
+		return true
+	}
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 || !httpsyntax.ValidToken(string(line[:sp])) {
+		return false
+	}
+	t := line[sp+1:]
+	return len(t) > 0 && (t[0] == '/' || t[0] == '*' || bytes.HasPrefix(t, []byte("http://")) || bytes.HasPrefix(t, []byte("https://")))
 }
 
 // fill reads more bytes into the buffer, making room first: it moves

@@ -87,6 +87,9 @@ func TestInvalidPrefaceClosed(t *testing.T) {
 		{desc: "not a request line", raw: "INVALID CONNECTION PREFACE\r\n\r\n", want: ""},
 		{desc: "preface with a wrong byte", raw: "PRI * HTTP/2.0\r\n\r\nSM\r\n\rQ", want: ""},
 		{desc: "malformed HTTP/1", raw: "GET /\x00 HTTP/1.1\r\nHost: a\r\n\r\n", want: "HTTP/1.1 400 "},
+		{desc: "HTTP/2.0 request line", raw: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", want: "HTTP/1.1 505 "},
+		{desc: "target too long", raw: "GET /" + strings.Repeat("a", 40<<10) + " HTTP/1.1\r\nHost: a\r\n\r\n", want: "HTTP/1.1 414 "},
+		{desc: "unclosed IPv6 host", raw: "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", want: "HTTP/1.1 400 "},
 	}
 	for _, tc := range tests {
 		out, closed := roundTrip(t, ts, tc.raw)
