@@ -53,6 +53,9 @@ type Options struct {
 	// listener reads one). The listener knows no routes: what a tcp route
 	// matches on is built from h by the caller.
 	Passthrough func(ctx context.Context, h *sniff.Hello, client, local netip.AddrPort) (net.Conn, error)
+	// Refused, when non-nil, is told of every request the listener
+	// answers itself before the handler (http1.Config.Refused).
+	Refused func(httpmsg.Refusal)
 }
 
 // ErrNoRoute is what Options.Passthrough returns when no tcp route claims
@@ -79,11 +82,12 @@ func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Option
 	if log == nil {
 		log = slog.Default()
 	}
+	base := log // http1 names the listener itself
 	log = log.With("listener", cfg.Name)
 	s := &Server{name: cfg.Name}
 	hc := http1.Config{
 		Name: cfg.Name, Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, WriteTimeout: writeTimeout(cfg),
-		MaxHeaderBytes: cfg.MaxHeaderBytes, Log: log,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, Log: base, Refused: o.Refused,
 		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
 	}
 	if p.h2c || p.h2 {

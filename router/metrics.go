@@ -35,6 +35,8 @@ type Metrics struct {
 
 	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
 	duration, upDuration                              *prometheus.Desc
+
+	refused *prometheus.CounterVec // requests the listeners answered themselves
 }
 
 // NewMetrics returns an empty collector; register it with a
@@ -80,6 +82,9 @@ func NewMetrics() *Metrics {
 		upDuration: prometheus.NewDesc("edgeway_upstream_request_duration_seconds",
 			"Time from sending a request to an upstream server to the end of its response, by upstream and server.",
 			[]string{"upstream", "server"}, nil),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeway_requests_refused_total",
+			Help: "Requests a listener answered itself before routing (malformed, too large, smuggling, bad Host, unsupported version), by listener, protocol and reason."},
+			[]string{"listener", "protocol", "reason"}),
 	}
 }
 
@@ -232,11 +237,13 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions} {
 		ch <- d
 	}
+	m.refused.Describe(ch)
 }
 
 // Collect implements prometheus.Collector. Series whose count is zero are
 // left out, so a route shows only the methods and classes it served.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.refused.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name, ls := range m.listeners {

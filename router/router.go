@@ -44,6 +44,7 @@ type Router struct {
 
 	exchanges sync.Pool // *exchange
 	tunnels   tunnels
+	refusals  refusalLog
 }
 
 // New returns a router with an empty table: every request gets 404 until

@@ -95,7 +95,7 @@ func (d *daemon) listen(lc conf.Listener) (*listeners.Server, error) {
 		return nil, err
 	}
 	h = d.h3Wrap(lc, h)
-	var o listeners.Options
+	o := listeners.Options{Refused: d.router.Refused}
 	if isTLS(lc) {
 		store := d.storeFor(lc)
 		if store == nil {

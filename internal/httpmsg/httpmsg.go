@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -269,3 +270,39 @@ type HandlerFunc func(w ResponseWriter, req *Request)
 
 // ServeProxy calls f(w, req).
 func (f HandlerFunc) ServeProxy(w ResponseWriter, req *Request) { f(w, req) }
+
+// Refusal is a request a listener answered itself, before any handler
+// saw it: a head that does not parse, is too large, smuggles, names a
+// bad Host or an unsupported version.
+type Refusal struct {
+	Listener string
+	// Protocol is "HTTP/1.1" (or "HTTP/1.0"), "h2" or "h3"; "HTTP/1" when
+	// the request line did not parse.
+	Protocol string
+	// Status is the status answered (400, 414, 431, 505, ...).
+	Status int
+	// Reason is machine-readable and from a fixed set (invalid_host,
+	// content_length_with_transfer_encoding, head_too_large, ...), so it
+	// may label a metric.
+	Reason string
+	Remote netip.AddrPort
+}
+
+// ReasonCode turns a parser's reason text ("invalid Host") into a
+// Refusal.Reason ("invalid_host"): lower case, each run of other bytes
+// one underscore.
+func ReasonCode(text string) string {
+	b := make([]byte, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			b = append(b, c)
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		case len(b) > 0 && b[len(b)-1] != '_':
+			b = append(b, '_')
+		}
+	}
+	return strings.TrimSuffix(string(b), "_")
+}

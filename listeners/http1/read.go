@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
@@ -73,7 +74,7 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 	switch {
 	case err == nil:
 		if x.req.ProtoMajor != 1 {
-			return leave, x.refuse(http.StatusHTTPVersionNotSupported, "version")
+			return leave, x.refuse(http.StatusHTTPVersionNotSupported, http1.ErrVersion.Reason)
 		}
 		x.r += n
 		x.f = f
@@ -95,7 +96,7 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 	status, reason := http.StatusBadRequest, err.Error()
 	var pe *http1.Error
 	if errors.As(err, &pe) && pe.Status != 0 {
-		status = pe.Status
+		status, reason = pe.Status, pe.Reason
 	}
 	return leave, x.refuse(status, reason)
 }
@@ -197,6 +198,13 @@ var _ net.Conn = (*preConn)(nil)
 // that the client reads the answer.
 func (x *exchange) refuse(status int, reason string) engine.Action {
 	x.s.log.Debug("refused request", "remote", x.remote, "status", status, "reason", reason)
+	if f := x.s.cfg.Refused; f != nil {
+		proto := "HTTP/1"
+		if x.req.ProtoMajor == 1 {
+			proto = "HTTP/1." + strconv.Itoa(x.req.ProtoMinor)
+		}
+		f(httpmsg.Refusal{Listener: x.s.cfg.Name, Protocol: proto, Status: status, Reason: httpmsg.ReasonCode(reason), Remote: x.remote})
+	}
 	text := http.StatusText(status)
 	b := http1.AppendStatusLine(x.rw.wbuf[:0], status)
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\nDate: "...)

@@ -74,6 +74,10 @@ type Config struct {
 	// Log receives handler panics and refused requests (at Debug). Nil
 	// uses slog.Default.
 	Log *slog.Logger
+	// Refused, when set, is told of each request refused before the
+	// handler (its Listener is Name); it runs on the connection's
+	// goroutine, so it must be quick (count, log).
+	Refused func(httpmsg.Refusal)
 }
 
 // Server serves HTTP/1.0 and HTTP/1.1 (and hands h2c over) on connections
