@@ -17,12 +17,21 @@ type respWriter struct {
 	w      httpmsg.ResponseWriter
 	status int
 	n      int64
+	id     string          // the request ID, sent on final heads
+	hdr    *httpmsg.Header // the exchange's buffer for a head with the ID
 }
 
-// WriteHead records a final status and sends the head.
+// WriteHead records a final status and sends the head, with the request
+// ID on a final one.
 func (w *respWriter) WriteHead(code int, h httpmsg.Header, bodyLen int64) error {
-	if w.status == 0 && (code >= 200 || code == 101) {
-		w.status = code
+	if code >= 200 || code == 101 {
+		if w.status == 0 {
+			w.status = code
+		}
+		if w.id != "" {
+			*w.hdr = withRequestID(*w.hdr, h, w.id)
+			h = *w.hdr
+		}
 	}
 	return w.w.WriteHead(code, h, bodyLen)
 }
@@ -57,6 +66,7 @@ func (r *Router) logAccess(x *exchange) {
 		slog.String("route", route),
 		slog.String("upstream", up),
 		slog.String("server", server),
+		slog.String("request_id", x.reqID),
 	)
 }
 

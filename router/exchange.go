@@ -21,6 +21,7 @@ import (
 // the buffers: a field added there cannot be forgotten by reset.
 type exchange struct {
 	r        *Router
+	idHdr    httpmsg.Header // response heads with the request ID, reused
 	wd       watchdog
 	cancel   httpclient.Canceler // aborts the upstream exchange (idle watchdog)
 	cancelFn func(error)         // cancel.Cancel, bound once
@@ -42,6 +43,7 @@ type requestState struct {
 	fields   fieldGetter
 	hdr      matchHeader
 	trusted  bool
+	reqID    string // X-Request-Id: kept from a trusted peer, else made (requestID)
 	origPath string // escaped path as received
 	reqPath  string // escaped path after normalisation ($path)
 	path     string // escaped path forwarded upstream
@@ -111,6 +113,9 @@ func (x *exchange) begin(w httpmsg.ResponseWriter, r *httpmsg.Request, l *httpLi
 		x.clientIP = unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	x.trusted = l.trusts(x.peer)
+	x.requestID()
+	clear(x.idHdr)
+	x.w.id, x.w.hdr = x.reqID, &x.idHdr
 }
 
 // serve routes the request and answers it.

@@ -54,6 +54,7 @@ func (x *exchange) setForwarded(h httpmsg.Header) httpmsg.Header {
 		h = append(h, httpmsg.Field{Name: "X-Forwarded-Host", Value: in.Host})
 	}
 	x.buf = appendForwarded(x.buf, x.clientIP, in.Host, proto)
+	h = append(h, httpmsg.Field{Name: requestIDHeader, Value: x.reqID})
 	return append(h, httpmsg.Field{Name: "Forwarded", Value: bytesString(x.buf)})
 }
 

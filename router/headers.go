@@ -47,6 +47,7 @@ var forwardingHeaders = []string{
 	"x-forwarded-host", "x-forwarded-port", "x-forwarded-server", "x-forwarded-uri",
 	"x-forwarded-method", "x-forwarded-prefix", "x-forwarded-scheme",
 	"x-forwarded-tls-client-cert", "x-forwarded-tls-client-cert-info",
+	"x-request-id",
 }
 
 func isForwardingHeader(k string) bool {
@@ -169,5 +170,6 @@ func connectionOf(h httpmsg.Header) string {
 // isOutboundForwarding names the headers setForwarded writes.
 func isOutboundForwarding(k string) bool {
 	return httpmsg.EqualFold(k, "X-Forwarded-For") || httpmsg.EqualFold(k, "X-Forwarded-Proto") ||
-		httpmsg.EqualFold(k, "X-Forwarded-Host") || httpmsg.EqualFold(k, "Forwarded")
+		httpmsg.EqualFold(k, "X-Forwarded-Host") || httpmsg.EqualFold(k, "Forwarded") ||
+		httpmsg.EqualFold(k, requestIDHeader)
 }

@@ -277,8 +277,9 @@ func TestNewHTTPSRedirect(t *testing.T) {
 	}
 }
 
-// TestRedirectHTTPSRouteAllocs holds the route middleware to no
-// allocation per redirected request.
+// TestRedirectHTTPSRouteAllocs holds the route middleware to one
+// allocation per redirected request: the request ID, a heap string since
+// an HTTP/2 server may write the head after the handler returns.
 func TestRedirectHTTPSRouteAllocs(t *testing.T) {
 	skipUnderRace(t)
 	cfg := &conf.Config{Listeners: []conf.Listener{testListener()},
@@ -296,8 +297,8 @@ func TestRedirectHTTPSRouteAllocs(t *testing.T) {
 	if w.status != 301 || w.hdr.Get("Location") != "https://example.com:8443/a?b=c" {
 		t.Fatalf("answer %d %v", w.status, w.hdr)
 	}
-	if n := testing.AllocsPerRun(100, func() { h.ServeProxy(w, req) }); n > 0 {
-		t.Errorf("%v allocations per request, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { h.ServeProxy(w, req) }); n > 1 {
+		t.Errorf("%v allocations per request, want 1 (the request ID)", n)
 	}
 }
 

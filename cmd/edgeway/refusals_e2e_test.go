@@ -58,3 +58,20 @@ func TestRefusalsSeen(t *testing.T) {
 		t.Errorf("the upstream saw %d requests, want none", n)
 	}
 }
+
+// TestRequestIDOverTheWire: over HTTP/1.1 and h2c, the client gets the
+// X-Request-Id the upstream got, and the access-log line carries it.
+func TestRequestIDOverTheWire(t *testing.T) {
+	up := backend(t, "up")
+	p, base, _ := startEdgeway(t, "", map[string]string{"r.routes": "upstream u { server " + hostPort(up) + " }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  to u\n}\n"})
+	idRE := regexp.MustCompile(`(?im)^x-request-id: ([0-9a-f]{32})\r?$`)
+	for _, args := range [][]string{{"-i", base + "/one"}, {"-i", "--http2-prior-knowledge", base + "/two"}} {
+		out, code := testutil.Curl(t, args...)
+		m := idRE.FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Fatalf("curl %v: exit %d, no X-Request-Id in:\n%s", args, code, out)
+		}
+		p.WaitLog(t, `msg=request log=access .* request_id=`+m[1])
+	}
+}
