@@ -54,20 +54,40 @@ func (r *Router) logAccess(x *exchange) {
 	if x.server != nil {
 		server = x.server.Addr
 	}
+	// Lifetime: query and user_agent view the request; the handler
+	// writes the line before LogAttrs returns.
 	r.access.LogAttrs(ctx, slog.LevelInfo, "request",
+		slog.String("listener", x.l.name),
+		slog.String("protocol", protocolName(x.in)),
 		slog.String("client", x.in.RemoteAddr.String()),
 		slog.String("method", x.in.Method),
 		slog.String("host", x.in.Host),
 		slog.String("path", x.origPath),
+		slog.String("query", x.in.RawQuery()),
 		slog.Int("status", x.logStatus()),
 		slog.Int64("bytes_in", x.bytesIn()),
 		slog.Int64("bytes_out", x.w.n),
-		slog.Duration("duration", time.Since(x.start)),
+		slog.Float64("duration", time.Since(x.start).Seconds()),
 		slog.String("route", route),
 		slog.String("upstream", up),
 		slog.String("server", server),
+		slog.Int("tries", len(x.tried)),
+		slog.String("user_agent", x.in.Header.Get("User-Agent")),
 		slog.String("request_id", x.reqID),
 	)
+}
+
+// protocolName is the request's protocol as the access log names it.
+func protocolName(r *httpmsg.Request) string {
+	switch {
+	case r.ProtoMajor == 2:
+		return "HTTP/2"
+	case r.ProtoMajor == 3:
+		return "HTTP/3"
+	case r.ProtoMinor == 0:
+		return "HTTP/1.0"
+	}
+	return "HTTP/1.1"
 }
 
 func (x *exchange) bytesIn() int64 {

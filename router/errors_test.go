@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,14 +195,15 @@ func TestAccessLog(t *testing.T) {
 	do(t, nil, req)
 	testutil.WaitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
 	got, _, _ := access.find("request")
-	want := map[string]string{"method": "POST", "host": "h.example", "path": "/p", "status": "200",
-		"bytes_in": "5", "bytes_out": "1", "route": "all", "upstream": "a", "server": addr(a)}
+	want := map[string]string{"listener": "web", "protocol": "HTTP/1.1", "method": "POST", "host": "h.example", "path": "/p",
+		"query": "q=1", "status": "200", "bytes_in": "5", "bytes_out": "1", "route": "all", "upstream": "a", "server": addr(a),
+		"tries": "1", "user_agent": "Go-http-client/1.1"}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if got["client"] == "" || got["duration"] == "" {
-		t.Errorf("client or duration missing: %v", got)
+	if d, err := strconv.ParseFloat(got["duration"], 64); got["client"] == "" || err != nil || d <= 0 || d > 60 {
+		t.Errorf("client missing or duration not in seconds: %v", got)
 	}
 }
