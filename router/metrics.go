@@ -16,7 +16,9 @@ import (
 // request path. Metrics is a prometheus.Collector that turns the counters
 // into series when /metrics is scraped. The counters are kept by name
 // (route, listener, upstream and server address), so they survive a reload
-// while the name is in the files, as Prometheus expects of counters.
+// while the name is in the files, as Prometheus expects of counters; a
+// reload that removes the name drops them (keepOnly), so that /metrics
+// does not list a route or server that is gone.
 //
 // Label values are bounded: route, listener and upstream names and server
 // addresses come from the configuration, methods fold into ten values and
@@ -192,6 +194,41 @@ type serverStats struct {
 	requests [numClasses]atomic.Uint64
 	errors   [numErrKinds]atomic.Uint64
 	duration histogram
+}
+
+// keepOnly drops the counters that s does not use: listeners and routes
+// it lacks, upstreams not in ups, servers not in keepServer. Requests still
+// running on the table s replaced may count into dropped ones; those
+// counts are lost with the series, as a restart would lose them.
+func (m *Metrics) keepOnly(s *Snapshot, ups map[string]*upstreamStats, keepServer map[serverKey]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, ls := range m.listeners {
+		hl := s.http[name]
+		if hl == nil {
+			delete(m.listeners, name)
+			continue
+		}
+		live := map[string]bool{"": true}
+		for _, rt := range hl.routes {
+			live[rt.name] = true
+		}
+		for route := range ls.routes {
+			if !live[route] {
+				delete(ls.routes, route)
+			}
+		}
+	}
+	for name := range m.upstreams {
+		if ups[name] == nil {
+			delete(m.upstreams, name)
+		}
+	}
+	for k := range m.servers {
+		if !keepServer[k] {
+			delete(m.servers, k)
+		}
+	}
 }
 
 // listener returns the counters of a listener, making them once.

@@ -8,10 +8,14 @@ import (
 )
 
 // attachMetrics gives the listeners of s their traffic counters, found by
-// name in m so that they carry on across reloads.
+// name in m so that they carry on across reloads, and drops from m the
+// counters of routes, listeners, upstreams and servers s no longer has,
+// so that their series leave /metrics with them.
 func (s *Snapshot) attachMetrics(m *Metrics) {
 	servers := map[*upstream.Server]*serverStats{}
 	ups := map[string]*upstreamStats{}
+	keep := map[serverKey]bool{}
+	defer func() { m.keepOnly(s, ups, keep) }()
 	for name, hl := range s.http {
 		hl.upstreams = ups
 		hl.stats = m.listener(name)
@@ -28,6 +32,7 @@ func (s *Snapshot) attachMetrics(m *Metrics) {
 			for _, srv := range rt.pool.Servers() {
 				if servers[srv] == nil {
 					servers[srv] = m.server(rt.upstream, srv.Addr)
+					keep[serverKey{rt.upstream, srv.Addr}] = true
 				}
 			}
 		}

@@ -94,3 +94,45 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 		t.Logf("gathered: %v", got)
 	}
 }
+
+// TestMetricsDropRemovedSeries: a reload that removes a route and its
+// upstream takes their series out of the scrape; those that stay keep
+// their counts.
+func TestMetricsDropRemovedSeries(t *testing.T) {
+	t.Parallel()
+	a, b := backend(t, "a"), backend(t, "b")
+	m := NewMetrics()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(a)}), testUpstream("b", []string{addr(b)})},
+		Routes: []conf.Route{
+			testRoute(t, "keep", "PathPrefix(`/keep`)", "a"),
+			testRoute(t, "gone", "PathPrefix(`/gone`)", "b"),
+		},
+	}
+	rt, fe := front(t, cfg, Options{Metrics: m})
+	do(t, nil, newReq(t, "GET", fe.URL+"/keep"))
+	do(t, nil, newReq(t, "GET", fe.URL+"/gone"))
+	goneRoute := "edgeway_requests_total{code=2xx,listener=web,method=GET,route=gone}"
+	goneServer := "edgeway_upstream_requests_total{code=2xx,server=" + addr(b) + ",upstream=b}"
+	kept := "edgeway_requests_total{code=2xx,listener=web,method=GET,route=keep}"
+	if got := gather(t, reg); got[goneRoute] != 1 || got[goneServer] != 1 || got[kept] != 1 {
+		t.Fatalf("before the reload: %v", got)
+	}
+	next := *cfg
+	next.Upstreams, next.Routes = cfg.Upstreams[:1], cfg.Routes[:1]
+	if err := rt.Apply(&next); err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, reg)
+	for k := range got {
+		if strings.Contains(k, "route=gone") || strings.Contains(k, "upstream=b") {
+			t.Errorf("series of a removed route or upstream still scraped: %s", k)
+		}
+	}
+	if got[kept] != 1 {
+		t.Errorf("%s = %v after the reload, want 1", kept, got[kept])
+	}
+}
