@@ -208,6 +208,11 @@ type Log struct {
 	AccessOutput string
 	// Level is "debug", "info", "warn" or "error". Default "info".
 	Level string
+	// AccessQuery is what the access log writes of a request's query:
+	// "keep" (as received), "redact" (each value replaced by "x", the
+	// names kept: "token=x&page=x") or "drop" (nothing). Default ""
+	// (the zero value), which keeps it.
+	AccessQuery string
 }
 
 // Runtime is the `runtime { ... }` block: settings of the Go runtime,

@@ -40,6 +40,8 @@ func TestDirectives(t *testing.T) {
 		{desc: "log", base: baseTop, line: "log { access off; format json; output stdout; level debug }", check: func(c *Config) bool {
 			return c.Log == Log{Access: false, Format: "json", Output: "stdout", Level: "debug"}
 		}},
+		{desc: "log access_query", base: baseTop, line: "log { access_query redact }", check: func(c *Config) bool { return c.Log.AccessQuery == "redact" }},
+		{desc: "log access_query bad", base: baseTop, line: "log { access_query hide }", err: `4:20: unknown access_query "hide" (expected keep, redact, drop)`},
 		{desc: "log format bad", base: baseTop, line: "log { format yaml }", err: `4:14: unknown log format "yaml" (expected json, text)`},
 		{desc: "log level bad", base: baseTop, line: "log { level trace }", err: `4:13: unknown log level "trace"`},
 		{desc: "runtime", base: baseTop, line: "runtime { gomaxprocs 4; gomemlimit 2GiB; gc_percent 200 }", check: func(c *Config) bool {

@@ -212,6 +212,11 @@ var logTable = table[*Log]{
 	},
 	"output":        func(b *builder, l *Log, d *routes.Directive) { l.Output = b.logPath(d) },
 	"access_output": func(b *builder, l *Log, d *routes.Directive) { l.AccessOutput = b.logPath(d) },
+	"access_query": func(b *builder, l *Log, d *routes.Directive) {
+		if v, ok := b.oneOf(d.Args[0], "access_query", []string{"keep", "redact", "drop"}); ok {
+			l.AccessQuery = v
+		}
+	},
 	"level": func(b *builder, l *Log, d *routes.Directive) {
 		if v, ok := b.oneOf(d.Args[0], "log level", []string{"debug", "info", "warn", "error"}); ok {
 			l.Level = v

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -63,7 +64,7 @@ func (r *Router) logAccess(x *exchange) {
 		slog.String("method", x.in.Method),
 		slog.String("host", x.in.Host),
 		slog.String("path", x.origPath),
-		slog.String("query", x.in.RawQuery()),
+		slog.String("query", loggedQuery(r.query, x.in.RawQuery())),
 		slog.Int("status", x.logStatus()),
 		slog.Int64("bytes_in", x.bytesIn()),
 		slog.Int64("bytes_out", x.w.n),
@@ -75,6 +76,30 @@ func (r *Router) logAccess(x *exchange) {
 		slog.String("user_agent", x.in.Header.Get("User-Agent")),
 		slog.String("request_id", x.reqID),
 	)
+}
+
+// loggedQuery is what the access log writes of query q in mode ("keep"
+// or "", "redact", "drop"): redact keeps each parameter's name and writes
+// "x" for its value, so that a token in a URL never reaches the logs.
+func loggedQuery(mode, q string) string {
+	switch {
+	case q == "" || mode == "" || mode == "keep":
+		return q
+	case mode == "drop":
+		return ""
+	}
+	var b strings.Builder
+	for i, p := range strings.Split(q, "&") {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		name, _, hasValue := strings.Cut(p, "=")
+		b.WriteString(name)
+		if hasValue {
+			b.WriteString("=x")
+		}
+	}
+	return b.String()
 }
 
 // protocolName is the request's protocol as the access log names it.

@@ -207,3 +207,19 @@ func TestAccessLog(t *testing.T) {
 		t.Errorf("client missing or duration not in seconds: %v", got)
 	}
 }
+
+func TestLoggedQuery(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ mode, q, want string }{
+		{"keep", "token=s3cret&page=2", "token=s3cret&page=2"},
+		{"", "a=1", "a=1"},
+		{"drop", "token=s3cret", ""},
+		{"redact", "token=s3cret&page=2&flag", "token=x&page=x&flag"},
+		{"redact", "", ""},
+		{"redact", "a=&=b", "a=x&=x"},
+	} {
+		if got := loggedQuery(tc.mode, tc.q); got != tc.want {
+			t.Errorf("loggedQuery(%q, %q) = %q, want %q", tc.mode, tc.q, got, tc.want)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type Options struct {
 	// Metrics receives the traffic counters (register it with a
 	// Prometheus registry). Nil turns them off.
 	Metrics *Metrics
+	// AccessQuery is what the access log writes of a query: "keep" (or
+	// ""), "redact" or "drop" (conf.Log.AccessQuery).
+	AccessQuery string
 }
 
 // Router serves HTTP requests from the live Snapshot. Its methods are safe
@@ -36,6 +39,7 @@ type Router struct {
 	log     *slog.Logger
 	access  *slog.Logger
 	metrics *Metrics
+	query   string // Options.AccessQuery
 
 	mu      sync.Mutex // serialises Apply and Close
 	set     *upstream.Set
@@ -50,7 +54,7 @@ type Router struct {
 // New returns a router with an empty table: every request gets 404 until
 // Apply succeeds.
 func New(opts Options) *Router {
-	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, set: upstream.NewSet()}
+	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, query: opts.AccessQuery, set: upstream.NewSet()}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}

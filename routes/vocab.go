@@ -146,6 +146,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "format", Usage: "json|text", Min: 1, Max: 1},
 		{Name: "output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
 		{Name: "access_output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
+		{Name: "access_query", Usage: "keep|redact|drop", Min: 1, Max: 1},
 		{Name: "level", Usage: "debug|info|warn|error", Min: 1, Max: 1},
 	},
 	RuntimeBlock: {

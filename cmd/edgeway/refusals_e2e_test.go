@@ -75,3 +75,18 @@ func TestRequestIDOverTheWire(t *testing.T) {
 		p.WaitLog(t, `msg=request log=access .* request_id=`+m[1])
 	}
 }
+
+// TestAccessQueryRedacted: with `access_query redact` a token in a URL
+// never reaches the access log; the parameter names do.
+func TestAccessQueryRedacted(t *testing.T) {
+	up := backend(t, "up")
+	e := startAdmin(t, "log { access on; format text; output stderr; access_query redact }\n", map[string]string{"r.routes": "upstream u { server " + hostPort(up) + " }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  to u\n}\n"})
+	if _, code := testutil.Curl(t, e.base+"/p?token=s3cret&page=2"); code != 0 {
+		t.Fatalf("curl exit %d", code)
+	}
+	e.p.WaitLog(t, `msg=request log=access .* path=/p query="token=x&page=x" `)
+	if strings.Contains(e.p.Log(), "s3cret") {
+		t.Errorf("the token reached the log:\n%s", e.p.Log())
+	}
+}

@@ -64,7 +64,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic})
+	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic, AccessQuery: cfg.Log.AccessQuery})
 	defer d.router.Close()
 	defer d.stopAdmin()
 	if err := d.start(); err != nil {
