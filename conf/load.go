@@ -46,12 +46,7 @@ type osFS struct{}
 func (osFS) ReadFile(name string) ([]byte, error)  { return os.ReadFile(name) }
 func (osFS) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }
 
-func (osFS) Resolve(from, pattern string) (string, error) {
-	if filepath.IsAbs(pattern) {
-		return pattern, nil
-	}
-	return filepath.Join(filepath.Dir(from), pattern), nil
-}
+func (osFS) Resolve(from, pattern string) (string, error) { return ConfigPath(from, pattern), nil }
 
 func (osFS) Abs(name string) string {
 	if abs, err := filepath.Abs(name); err == nil {

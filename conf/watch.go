@@ -70,9 +70,7 @@ func tlsFiles(main string, d *routes.Directive) []string {
 	}
 	var out []string
 	add := func(v string) {
-		if p, err := (osFS{}).Resolve(main, v); err == nil {
-			out = append(out, p)
-		}
+		out = append(out, ConfigPath(main, v))
 	}
 	for _, c := range d.Block.Directives {
 		switch {
@@ -422,7 +420,7 @@ func fingerprint(ws WatchSet) map[string]string {
 type reach struct {
 	paths map[string]bool
 	files []string // each file's content, resolved (what a writer writes)
-	globs []string
+	globs [][]string // each include glob, split into path elements once
 }
 
 func reachOf(ws WatchSet) reach {
@@ -444,7 +442,7 @@ func reachOf(ws WatchSet) reach {
 		}
 	}
 	for _, g := range ws.Globs {
-		r.globs = append(r.globs, res.path(g))
+		r.globs = append(r.globs, strings.Split(res.path(g), string(filepath.Separator)))
 	}
 	return r
 }
@@ -464,16 +462,25 @@ func (r reach) has(name string) bool {
 	return false
 }
 
-// globReaches reports whether name matches pattern, or matches as many of
-// its leading elements as name has (a folder a match could be under).
-func globReaches(pattern, name string) bool {
-	sep := string(filepath.Separator)
-	pe, ne := strings.Split(pattern, sep), strings.Split(name, sep)
-	if len(ne) > len(pe) {
-		return false
+// globReaches reports whether name matches the glob whose path elements
+// are pe, or matches as many of its leading elements as name has (a
+// folder a match could be under). It runs for every event in a watched
+// folder (an access log's writes), so it allocates nothing.
+func globReaches(pe []string, name string) bool {
+	for i, p := range pe {
+		elem, rest, more := strings.Cut(name, string(filepath.Separator))
+		if ok, err := filepath.Match(p, elem); !ok || err != nil {
+			return false
+		}
+		if !more {
+			return true // name ends here: it is a match or a folder on the way to one
+		}
+		if i == len(pe)-1 {
+			return false // name goes deeper than the glob
+		}
+		name = rest
 	}
-	ok, err := filepath.Match(strings.Join(pe[:len(ne)], sep), name)
-	return ok && err == nil
+	return false
 }
 
 // resolver resolves folders through their symlinks, once each.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -372,5 +373,24 @@ func TestWatchedMatchesLoad(t *testing.T) {
 	}
 	if ws := Watched(filepath.Join(dir, "edgeway.conf")); !slices.Equal(ws.Files, cfg.Files) {
 		t.Errorf("Watched files = %v, Load read %v", ws.Files, cfg.Files)
+	}
+}
+
+func TestGlobReaches(t *testing.T) {
+	pe := strings.Split("/etc/edgeway/conf.d/*/x.routes", "/")
+	for name, want := range map[string]bool{
+		"/etc/edgeway/conf.d/a/x.routes":        true,  // a match
+		"/etc/edgeway/conf.d/a":                 true,  // a folder a match could be under
+		"/etc/edgeway":                          true,  // on the way
+		"/etc/edgeway/conf.d/a/y.routes":        false, // another name
+		"/etc/edgeway/access.log":               false,
+		"/etc/edgeway/conf.d/a/x.routes/deeper": false,
+	} {
+		if got := globReaches(pe, name); got != want {
+			t.Errorf("globReaches(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { globReaches(pe, "/etc/edgeway/access.log") }); n != 0 {
+		t.Errorf("%v allocations per event, want 0", n)
 	}
 }
