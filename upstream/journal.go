@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 
 	"github.com/edgeway/edgeway/internal/atomicfile"
 )
@@ -37,20 +35,6 @@ func OverridesOf(pools map[string]*Pool) Overrides {
 	return j
 }
 
-// Missing lists the overrides of o that next lacks (in pool, then server
-// order): those a reload dropped with their servers.
-func (o Overrides) Missing(next Overrides) []DroppedOverride {
-	var out []DroppedOverride
-	for _, pool := range slices.Sorted(maps.Keys(o)) {
-		for _, addr := range slices.Sorted(maps.Keys(o[pool])) {
-			if _, ok := next[pool][addr]; !ok {
-				out = append(out, DroppedOverride{Upstream: pool, Server: addr, Override: o[pool][addr]})
-			}
-		}
-	}
-	return out
-}
-
 // SaveOverrides writes the overrides of pools to the journal at path,
 // atomically (a temporary file, fsync, rename).
 func SaveOverrides(path string, pools map[string]*Pool) error {
@@ -67,7 +51,7 @@ func SaveOverrides(path string, pools map[string]*Pool) error {
 // DroppedOverride is an override that no longer applies: a journal entry
 // that ReplayOverrides could not apply (its pool or server is no longer
 // configured, or the override is refused: Err), or one whose server a
-// reload removed (Overrides.Missing).
+// reload removed.
 type DroppedOverride struct {
 	Upstream, Server string
 	Override         OverrideStatus

@@ -48,14 +48,15 @@ func (d *daemon) Reload(ctx context.Context, opts admin.ReloadOptions) (admin.Re
 // already reloaded (or refused) is not read again for the signal that
 // follows it; POST /api/reload always reloads.
 func (d *daemon) reloadChanged(trigger string) {
-	if conf.Fingerprint(d.file) == d.attempted {
+	fp := conf.Fingerprint(d.file)
+	if fp == d.attempted {
 		d.log.Info("configuration files unchanged since the last reload; nothing to do", "trigger", trigger)
 		return
 	}
 	if trigger == "watch" {
 		d.log.Info("configuration files changed; reloading")
 	}
-	d.reload(trigger, admin.ReloadOptions{})
+	d.reloadFiles(trigger, fp, admin.ReloadOptions{})
 }
 
 // reload re-reads the configuration files; only a configuration that loads
@@ -64,8 +65,14 @@ func (d *daemon) reloadChanged(trigger string) {
 // applied. The result is logged, counted
 // and kept for GET /api/config.
 func (d *daemon) reload(trigger string, opts admin.ReloadOptions) admin.ReloadResult {
+	return d.reloadFiles(trigger, conf.Fingerprint(d.file), opts)
+}
+
+// reloadFiles is reload of the files whose conf.Fingerprint is fp, read
+// once by the caller.
+func (d *daemon) reloadFiles(trigger, fp string, opts admin.ReloadOptions) admin.ReloadResult {
 	start := time.Now()
-	d.attempted = conf.Fingerprint(d.file)
+	d.attempted = fp
 	res := admin.ReloadResult{Trigger: trigger, Time: start}
 	overrides := upstream.OverridesOf(d.router.Pools())
 	if cfg, errs := d.loadNext(opts); len(errs) > 0 {

@@ -234,9 +234,11 @@ func (d *daemon) dropOverrides(list []upstream.DroppedOverride, reason string) {
 func (d *daemon) droppedByReload(before upstream.Overrides) []upstream.DroppedOverride {
 	pools := d.router.Pools()
 	var out []upstream.DroppedOverride
-	for _, o := range before.Missing(upstream.OverridesOf(pools)) {
-		if p := pools[o.Upstream]; p == nil || p.Server(o.Server) == nil {
-			out = append(out, o)
+	for _, pool := range slices.Sorted(maps.Keys(before)) {
+		for _, addr := range slices.Sorted(maps.Keys(before[pool])) {
+			if p := pools[pool]; p == nil || p.Server(addr) == nil {
+				out = append(out, upstream.DroppedOverride{Upstream: pool, Server: addr, Override: before[pool][addr]})
+			}
 		}
 	}
 	return out
