@@ -419,7 +419,7 @@ func fingerprint(ws WatchSet) map[string]string {
 // them, and its include globs.
 type reach struct {
 	paths map[string]bool
-	files []string // each file's content, resolved (what a writer writes)
+	files []string   // each file's content, resolved (what a writer writes)
 	globs [][]string // each include glob, split into path elements once
 }
 

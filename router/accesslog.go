@@ -59,7 +59,7 @@ func (r *Router) logAccess(x *exchange) {
 	// writes the line before LogAttrs returns.
 	r.access.LogAttrs(ctx, slog.LevelInfo, "request",
 		slog.String("listener", x.l.name),
-		slog.String("protocol", protocolName(x.in)),
+		slog.String("protocol", x.in.Protocol()),
 		slog.String("client", x.in.RemoteAddr.String()),
 		slog.String("method", x.in.Method),
 		slog.String("host", x.in.Host),
@@ -100,19 +100,6 @@ func loggedQuery(mode, q string) string {
 		}
 	}
 	return b.String()
-}
-
-// protocolName is the request's protocol as the access log names it.
-func protocolName(r *httpmsg.Request) string {
-	switch {
-	case r.ProtoMajor == 2:
-		return "HTTP/2"
-	case r.ProtoMajor == 3:
-		return "HTTP/3"
-	case r.ProtoMinor == 0:
-		return "HTTP/1.0"
-	}
-	return "HTTP/1.1"
 }
 
 func (x *exchange) bytesIn() int64 {

@@ -271,6 +271,24 @@ type HandlerFunc func(w ResponseWriter, req *Request)
 // ServeProxy calls f(w, req).
 func (f HandlerFunc) ServeProxy(w ResponseWriter, req *Request) { f(w, req) }
 
+// Protocol names the request's protocol as the logs and metrics do:
+// "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3", or "HTTP/1" when no request
+// line was parsed (ProtoMajor 0).
+func (r *Request) Protocol() string {
+	switch r.ProtoMajor {
+	case 0:
+		return "HTTP/1"
+	case 2:
+		return "HTTP/2"
+	case 3:
+		return "HTTP/3"
+	}
+	if r.ProtoMinor == 0 {
+		return "HTTP/1.0"
+	}
+	return "HTTP/1.1"
+}
+
 // Refusal is a request a listener answered itself, before any handler
 // saw it: a head that does not parse, is too large, smuggles, names a
 // bad Host or an unsupported version.

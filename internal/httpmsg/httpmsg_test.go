@@ -17,3 +17,15 @@ func TestReasonCode(t *testing.T) {
 		}
 	}
 }
+
+func TestProtocol(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		major, minor int
+		want         string
+	}{{0, 0, "HTTP/1"}, {1, 0, "HTTP/1.0"}, {1, 1, "HTTP/1.1"}, {2, 0, "HTTP/2"}, {3, 0, "HTTP/3"}} {
+		if got := (&Request{ProtoMajor: tc.major, ProtoMinor: tc.minor}).Protocol(); got != tc.want {
+			t.Errorf("%d.%d: %q, want %q", tc.major, tc.minor, got, tc.want)
+		}
+	}
+}

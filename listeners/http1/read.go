@@ -70,6 +70,9 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 			return leave, x.handOver()
 		}
 	}
+	// ParseRequest sets the version only once the request line parses:
+	// a refusal must not report the previous request's on the connection.
+	x.req.ProtoMajor, x.req.ProtoMinor = 0, 0
 	n, f, err := http1.ParseRequest(b, &x.req, x.s.limits)
 	switch {
 	case err == nil:
@@ -199,11 +202,7 @@ var _ net.Conn = (*preConn)(nil)
 func (x *exchange) refuse(status int, reason string) engine.Action {
 	x.s.log.Debug("refused request", "remote", x.remote, "status", status, "reason", reason)
 	if f := x.s.cfg.Refused; f != nil {
-		proto := "HTTP/1"
-		if x.req.ProtoMajor == 1 {
-			proto = "HTTP/1." + strconv.Itoa(x.req.ProtoMinor)
-		}
-		f(httpmsg.Refusal{Listener: x.s.cfg.Name, Protocol: proto, Status: status, Reason: httpmsg.ReasonCode(reason), Remote: x.remote})
+		f(httpmsg.Refusal{Listener: x.s.cfg.Name, Protocol: x.req.Protocol(), Status: status, Reason: httpmsg.ReasonCode(reason), Remote: x.remote})
 	}
 	text := http.StatusText(status)
 	b := http1.AppendStatusLine(x.rw.wbuf[:0], status)

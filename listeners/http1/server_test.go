@@ -399,3 +399,28 @@ func TestWriterControls(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedHook: Config.Refused hears of each refused request with its
+// listener, status, reason and the protocol its own request line named
+// ("HTTP/1" when that did not parse, never the previous request's).
+func TestRefusedHook(t *testing.T) {
+	t.Parallel()
+	got := make(chan httpmsg.Refusal, 4)
+	ts := start(t, Config{Name: "web", Refused: func(r httpmsg.Refusal) { got <- r }}, okHandler())
+	for _, tc := range []struct{ raw, proto, reason string }{
+		{"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", "HTTP/1.1", "invalid_host"},
+		{"GET / HTTP/1.1\r\nHost: a\r\n\r\nGE\x01T / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1", "invalid_method"},
+	} {
+		if out, closed := roundTrip(t, ts, tc.raw); !closed || !strings.Contains(out, "HTTP/1.1 400 ") {
+			t.Fatalf("%q: closed=%v %q", tc.raw, closed, out)
+		}
+		select {
+		case r := <-got:
+			if r.Listener != "web" || r.Status != 400 || r.Protocol != tc.proto || r.Reason != tc.reason || !r.Remote.IsValid() {
+				t.Errorf("%q: refusal %+v, want protocol %s reason %s", tc.raw, r, tc.proto, tc.reason)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q: Refused not called", tc.raw)
+		}
+	}
+}
