@@ -50,6 +50,8 @@ func TestValidateEqualsRun(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, "admin.token"), []byte("secret\n"), 0o600)
 			},
 			directive: "state_dir state", want: "not a folder"},
+		{desc: "ACME storage under a file", conf: tlsListen + "tls {\n  acme {\n    directory https://127.0.0.1:1/dir\n    email ops@example.test\n    accept_terms on\n    storage notadir/acme\n    names a.example.test\n  }\n}\n",
+			files: map[string]string{"notadir": "a file"}, directive: "storage notadir/acme", want: "not a directory"},
 		{desc: "log folder missing", conf: "log {\n  output logs/edgeway.log\n}\n",
 			directive: "output logs/edgeway.log", want: "does not exist"},
 		{desc: "access log folder missing", conf: "log {\n  access_output /nonexistent-edgeway/access.log\n}\n",
