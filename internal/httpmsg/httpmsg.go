@@ -138,8 +138,12 @@ type Request struct {
 	// RemoteAddr is the client's address (the TCP peer); LocalAddr the
 	// address it connected to.
 	RemoteAddr, LocalAddr netip.AddrPort
-	// TLS is true when the request arrived over TLS.
-	TLS bool
+	// TLS is true when the request arrived over TLS; TLSVersion is then
+	// the negotiated version (tls.VersionTLS13, ...) and ServerName the
+	// name the client sent in SNI ("" for none).
+	TLS        bool
+	TLSVersion uint16
+	ServerName string
 	// Ctx ends when the client goes away (nil: never, as
 	// context.Background).
 	Ctx context.Context

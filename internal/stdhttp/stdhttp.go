@@ -127,6 +127,9 @@ func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
 		Header: fields, ContentLength: r.ContentLength,
 		Close: r.Close, TLS: r.TLS != nil, Ctx: r.Context(),
 	}
+	if r.TLS != nil {
+		req.TLSVersion, req.ServerName = r.TLS.Version, r.TLS.ServerName
+	}
 	if r.Body == nil || r.Body == http.NoBody {
 		req.ContentLength = 0
 	} else {

@@ -28,6 +28,8 @@ type exchange struct {
 	r, w  int         // unread bytes: buf[r:w]
 	dl    atomic.Bool // a read deadline may be set on c
 	tls   bool        // c's bytes pass through TLS: no raw socket reads or writes
+	tlsV  uint16      // the TLS version and SNI name when tls, for the request
+	sni   string
 
 	remote, local netip.AddrPort
 	req           httpmsg.Request
@@ -71,7 +73,11 @@ func (x *exchange) release() {
 // serveConn serves what c has sent; see Server.Serve.
 func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 	x.c = c
-	x.tls = c.TLS() != nil
+	x.tls, x.tlsV, x.sni = false, 0, ""
+	if tc := c.TLS(); tc != nil {
+		cs := tc.ConnectionState()
+		x.tls, x.tlsV, x.sni = true, cs.Version, cs.ServerName
+	}
 	x.remote = addrPort(c.RemoteAddr())
 	x.local = addrPort(c.LocalAddr())
 	if act, ok := x.firstRead(); !ok {
@@ -211,7 +217,7 @@ func (x *exchange) serveOne() (act engine.Action, ok bool) {
 func (x *exchange) prepare() {
 	req, f := &x.req, &x.f
 	req.RemoteAddr, req.LocalAddr = x.remote, x.local
-	req.TLS = x.tls
+	req.TLS, req.TLSVersion, req.ServerName = x.tls, x.tlsV, x.sni
 	req.Close = !f.KeepAlive
 	x.upgrade = f.Upgrade || req.Method == "CONNECT"
 	if f.H2CUpgrade {
