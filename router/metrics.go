@@ -39,6 +39,9 @@ type Metrics struct {
 	duration, upDuration                              *prometheus.Desc
 
 	refused *prometheus.CounterVec // requests the listeners answered themselves
+	tunnels *tunnelMetrics
+
+	refusedSeen sync.Map // listener names with refused series, for pruning
 }
 
 // NewMetrics returns an empty collector; register it with a
@@ -87,6 +90,7 @@ func NewMetrics() *Metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeway_requests_refused_total",
 			Help: "Requests a listener answered itself before routing (malformed, too large, smuggling, bad Host, unsupported version), by listener, protocol and reason."},
 			[]string{"listener", "protocol", "reason"}),
+		tunnels: newTunnelMetrics(),
 	}
 }
 
@@ -201,8 +205,16 @@ type serverStats struct {
 // running on the table s replaced may count into dropped ones; those
 // counts are lost with the series, as a restart would lose them.
 func (m *Metrics) keepOnly(s *Snapshot, ups map[string]*upstreamStats, keepServer map[serverKey]bool) {
+	m.tunnels.keepOnly(s)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.refusedSeen.Range(func(k, _ any) bool {
+		if name := k.(string); !s.hasListener(name) {
+			m.refusedSeen.Delete(name)
+			m.refused.DeletePartialMatch(prometheus.Labels{"listener": name})
+		}
+		return true
+	})
 	for name, ls := range m.listeners {
 		hl := s.http[name]
 		if hl == nil {
@@ -275,12 +287,14 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	m.refused.Describe(ch)
+	m.tunnels.describe(ch)
 }
 
 // Collect implements prometheus.Collector. Series whose count is zero are
 // left out, so a route shows only the methods and classes it served.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.refused.Collect(ch)
+	m.tunnels.collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name, ls := range m.listeners {

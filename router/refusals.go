@@ -40,8 +40,11 @@ func (l *refusalLog) take(now time.Time) (bool, int64) {
 // left out) and one count in edgeway_requests_refused_total. A refusal is
 // the client's: it never counts against an upstream.
 func (r *Router) Refused(ref httpmsg.Refusal) {
-	if r.metrics != nil {
-		r.metrics.refused.WithLabelValues(ref.Listener, ref.Protocol, ref.Reason).Inc()
+	if m := r.metrics; m != nil {
+		m.refused.WithLabelValues(ref.Listener, ref.Protocol, ref.Reason).Inc()
+		if _, ok := m.refusedSeen.Load(ref.Listener); !ok {
+			m.refusedSeen.Store(ref.Listener, true)
+		}
 	}
 	ctx := context.Background()
 	if !r.access.Enabled(ctx, slog.LevelInfo) {

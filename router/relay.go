@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/upstream"
@@ -118,7 +119,12 @@ func (x *exchange) tunnel() {
 		x.outcome = upstream.Abandoned
 		return
 	}
-	up := x.r.tunnels.track(resp.Conn, tunnelKey{x.rt.name, x.rt.upstream, x.server.Addr})
+	kind := kindUpgrade
+	if httpmsg.EqualFold(resp.Header.Get("Upgrade"), "websocket") {
+		kind = kindWebSocket
+	}
+	up := x.r.track(resp.Conn, tunnelKey{x.rt.name, x.rt.upstream, x.server.Addr},
+		tunnelInfo{kind: kind, listener: x.l.name, client: x.in.RemoteAddr, reqID: x.reqID, start: time.Now()})
 	if err := x.w.w.Tunnel(up, resp.Pre); err != nil {
 		x.outcome = upstream.Abandoned
 		x.r.log.LogAttrs(context.Background(), slog.LevelDebug, "tunnel refused",

@@ -84,7 +84,8 @@ func (r *Router) DialTCP(ctx context.Context, listener string, hello *rule.TCPHe
 			}
 		}
 		s.Done(upstream.Result{Outcome: upstream.Success, Latency: time.Since(start)})
-		tracked := r.tunnels.track(c, tunnelKey{name, up, s.Addr})
+		tracked := r.track(c, tunnelKey{name, up, s.Addr},
+			tunnelInfo{kind: kindPassthrough, listener: listener, client: client, sni: hello.SNI, start: time.Now()})
 		return &TCPConn{Conn: tracked, Route: name, Upstream: up, Server: s.Addr}, nil
 	}
 	return nil, fmt.Errorf("tcp route %s: %w", name, last)

@@ -1,10 +1,15 @@
 package router
 
 import (
+	"context"
+	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -17,11 +22,34 @@ import (
 // Each tunnel's upstream connection is wrapped so that the registry
 // learns when the front end closes it: the registry holds only live
 // tunnels. The wrapper keeps *net.TCPConn's methods (SyscallConn,
-// CloseWrite), so the engine still parks and splices the socket.
+// CloseWrite), so the engine still parks and splices the socket. It is
+// also an httpmsg.TunnelReporter: the front end tells it how the tunnel
+// ended and what it carried, which becomes one access-log line
+// (msg=tunnel) and the edgeway_tunnel* metrics.
 
 // tunnelKey is what a tunnel depends on.
 type tunnelKey struct {
 	route, upstream, server string
+}
+
+// Tunnel kinds (the kind label and log field).
+const (
+	kindWebSocket   = "websocket"   // a 101 to Upgrade: websocket
+	kindUpgrade     = "upgrade"     // a 101 to any other protocol
+	kindPassthrough = "passthrough" // a tcp route's TLS passthrough
+)
+
+// tunnelDrained is TunnelEnd.How for a tunnel a reload ended.
+const tunnelDrained = "drained"
+
+// tunnelInfo is what a tunnel's log line says besides its end.
+type tunnelInfo struct {
+	kind     string
+	listener string
+	client   netip.AddrPort
+	sni      string // passthrough: the ClientHello's name
+	reqID    string // upgrades: the request's ID (a heap string)
+	start    time.Time
 }
 
 // tunnels is the registry of live tunnels.
@@ -33,27 +61,62 @@ type tunnels struct {
 // tunnelConn is a tunnel's upstream connection.
 type tunnelConn struct {
 	*net.TCPConn
-	reg  *tunnels
-	once sync.Once
+	reg     *tunnels
+	r       *Router
+	key     tunnelKey
+	info    tunnelInfo
+	end     atomic.Pointer[func()] // ends the tunnel (TunnelStarted)
+	drained atomic.Bool            // a reload ended it
+	told    atomic.Bool            // its end was logged
+	once    sync.Once
 }
 
-// Close closes the connection and forgets the tunnel.
+// TunnelStarted implements httpmsg.TunnelReporter.
+func (c *tunnelConn) TunnelStarted(end func()) { c.end.Store(&end) }
+
+// TunnelEnded implements httpmsg.TunnelReporter: the tunnel's line and
+// metrics.
+func (c *tunnelConn) TunnelEnded(e httpmsg.TunnelEnd) {
+	if !c.told.CompareAndSwap(false, true) {
+		return
+	}
+	if c.drained.Load() {
+		e.How = tunnelDrained
+	}
+	c.r.tunnelEnded(c, e)
+}
+
+// Close closes the connection and forgets the tunnel. A front end that
+// did not report the tunnel's end (it never started) gets its line here.
 func (c *tunnelConn) Close() error {
 	c.once.Do(func() {
 		c.reg.mu.Lock()
 		delete(c.reg.live, c)
 		c.reg.mu.Unlock()
 	})
+	c.TunnelEnded(httpmsg.TunnelEnd{How: httpmsg.TunnelError})
 	return c.TCPConn.Close()
 }
 
+// drain ends the tunnel: both sides, through the front end when it gave
+// the means, else by closing the upstream side.
+func (c *tunnelConn) drain() {
+	c.drained.Store(true)
+	if end := c.end.Load(); end != nil {
+		(*end)()
+		return
+	}
+	c.Close()
+}
+
 // track wraps up, the upstream side of a new tunnel, and registers it.
-func (t *tunnels) track(up net.Conn, k tunnelKey) net.Conn {
+func (r *Router) track(up net.Conn, k tunnelKey, info tunnelInfo) net.Conn {
 	tc, ok := up.(*net.TCPConn)
 	if !ok {
 		return up
 	}
-	c := &tunnelConn{TCPConn: tc, reg: t}
+	t := &r.tunnels
+	c := &tunnelConn{TCPConn: tc, reg: t, r: r, key: k, info: info}
 	t.mu.Lock()
 	if t.live == nil {
 		t.live = map[*tunnelConn]tunnelKey{}
@@ -61,6 +124,40 @@ func (t *tunnels) track(up net.Conn, k tunnelKey) net.Conn {
 	t.live[c] = k
 	t.mu.Unlock()
 	return c
+}
+
+// tunnelEnded writes a tunnel's access-log line and counts it.
+func (r *Router) tunnelEnded(c *tunnelConn, e httpmsg.TunnelEnd) {
+	d := time.Since(c.info.start)
+	if r.metrics != nil {
+		r.metrics.tunnels.ended(c.info.listener, c.key.route, c.info.kind, e, d)
+	}
+	ctx := context.Background()
+	if r.access == nil || !r.access.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := [...]slog.Attr{
+		slog.String("listener", c.info.listener),
+		slog.String("kind", c.info.kind),
+		slog.String("client", c.info.client.String()),
+		slog.String("route", c.key.route),
+		slog.String("upstream", c.key.upstream),
+		slog.String("server", c.key.server),
+		slog.Int64("bytes_to_server", e.ToUpstream),
+		slog.Int64("bytes_to_client", e.ToClient),
+		slog.Float64("duration", d.Seconds()),
+		slog.String("end", e.How),
+		slog.String("sni", c.info.sni),
+		slog.String("request_id", c.info.reqID),
+	}
+	n := len(attrs)
+	if c.info.kind == kindPassthrough {
+		n-- // no request
+	} else {
+		attrs[n-2] = attrs[n-1] // no SNI seen (TLS was terminated, or none)
+		n--
+	}
+	r.access.LogAttrs(ctx, slog.LevelInfo, "tunnel", attrs[:n]...)
 }
 
 // orphaned returns the tunnels whose route or server is not in s (tcp
@@ -103,6 +200,6 @@ func (r *Router) drainTunnels(s *Snapshot, limit time.Duration) {
 		return
 	}
 	for _, c := range r.tunnels.orphaned(s, r.set.Pools()) {
-		time.AfterFunc(limit, func() { c.Close() })
+		time.AfterFunc(limit, c.drain)
 	}
 }

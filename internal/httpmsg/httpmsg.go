@@ -293,6 +293,34 @@ func (r *Request) Protocol() string {
 	return "HTTP/1.1"
 }
 
+// TunnelEnd is what a front end reports of a tunnel (WebSocket, other
+// 101 upgrades, TLS passthrough) when it ends.
+type TunnelEnd struct {
+	// ToUpstream and ToClient are the bytes carried each way.
+	ToUpstream, ToClient int64
+	// How is how it ended: TunnelClientClosed or TunnelServerClosed (the
+	// side whose end of stream came first), or TunnelError (a read or
+	// write failed, a timeout, or a side was closed under it).
+	How string
+}
+
+// The values of TunnelEnd.How.
+const (
+	TunnelClientClosed = "client_closed"
+	TunnelServerClosed = "server_closed"
+	TunnelError        = "error"
+)
+
+// TunnelReporter is implemented by an upstream connection that wants to
+// follow its tunnel: a front end that carries a tunnel over it calls
+// TunnelStarted once the tunnel runs, with a function that ends the
+// tunnel (both sides; safe from any goroutine, any number of times), and
+// TunnelEnded once, just before it closes the connection.
+type TunnelReporter interface {
+	TunnelStarted(end func())
+	TunnelEnded(TunnelEnd)
+}
+
 // Refusal is a request a listener answered itself, before any handler
 // saw it: a head that does not parse, is too large, smuggles, names a
 // bad Host or an unsupported version.

@@ -260,19 +260,50 @@ func (w *writer) Tunnel(up net.Conn, pre []byte) error {
 }
 
 // pipe copies client to up and up to client; when either direction ends,
-// both connections close (as httputil.ReverseProxy does).
+// both connections close (as httputil.ReverseProxy does). An up that is
+// an httpmsg.TunnelReporter learns what was carried before it is closed.
 func pipe(client net.Conn, cr *bufio.Reader, up net.Conn) {
-	done := make(chan struct{}, 2)
+	type result struct {
+		toUp bool
+		n    int64
+		err  error
+	}
+	done := make(chan result, 2)
 	panics.Go("tunnel", func() {
-		defer func() { done <- struct{}{} }()
-		io.Copy(up, cr)
+		n, err := io.Copy(up, cr)
+		done <- result{true, n, err}
 	})
 	panics.Go("tunnel", func() {
-		defer func() { done <- struct{}{} }()
-		io.Copy(client, up)
+		n, err := io.Copy(client, up)
+		done <- result{false, n, err}
 	})
-	<-done
-	client.Close()
+	end := func() {
+		client.Close()
+		up.SetReadDeadline(time.Now()) // wakes the copy from up; up stays open to be told
+	}
+	r, reports := up.(httpmsg.TunnelReporter)
+	if reports {
+		r.TunnelStarted(end)
+	}
+	first := <-done
+	end()
+	second := <-done
+	if reports {
+		e := httpmsg.TunnelEnd{How: httpmsg.TunnelServerClosed}
+		switch {
+		case first.err != nil:
+			e.How = httpmsg.TunnelError
+		case first.toUp:
+			e.How = httpmsg.TunnelClientClosed
+		}
+		for _, d := range [2]result{first, second} {
+			if d.toUp {
+				e.ToUpstream = d.n
+			} else {
+				e.ToClient = d.n
+			}
+		}
+		r.TunnelEnded(e)
+	}
 	up.Close()
-	<-done
 }

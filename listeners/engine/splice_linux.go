@@ -109,6 +109,7 @@ func (t *tunnel) drain(dir uint8, dst *watch, p *pipe, n int) error {
 			return err
 		}
 		n -= int(m)
+		t.moved[dir].Add(m)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 )
 
@@ -32,6 +33,28 @@ type tunnel struct {
 	upw    watch        // up's registration (direction dirDown)
 	done   atomic.Int32 // bit per direction that reached end of stream
 	closed atomic.Bool
+	moved  [2]atomic.Int64        // bytes written in each direction
+	end    atomic.Pointer[string] // how it ended, the first cause (httpmsg.Tunnel*)
+}
+
+var (
+	endClient = httpmsg.TunnelClientClosed
+	endServer = httpmsg.TunnelServerClosed
+	endError  = httpmsg.TunnelError
+)
+
+// ended records how the tunnel ends, unless a cause came first.
+func (t *tunnel) ended(how *string) { t.end.CompareAndSwap(nil, how) }
+
+// report tells up, when it wants to know (httpmsg.TunnelReporter), how
+// the tunnel ended and what it carried.
+func (t *tunnel) report() {
+	r, ok := t.up.(httpmsg.TunnelReporter)
+	if !ok {
+		return
+	}
+	t.ended(&endError) // closed with no end of stream first
+	r.TunnelEnded(httpmsg.TunnelEnd{ToUpstream: t.moved[dirUp].Load(), ToClient: t.moved[dirDown].Load(), How: *t.end.Load()})
 }
 
 // startTunnel runs on the serving goroutine after Serve: it writes the
@@ -65,6 +88,15 @@ func startTunnel(c *Conn, r *tunnelReq) {
 	c.l.add(&t.upw)
 	if !t.arm(&c.w) || !t.arm(&t.upw) {
 		t.close()
+		return
+	}
+	t.started()
+}
+
+// started hands up, when it follows its tunnel, the function that ends it.
+func (t *tunnel) started() {
+	if r, ok := t.up.(httpmsg.TunnelReporter); ok {
+		r.TunnelStarted(t.close)
 	}
 }
 
@@ -98,7 +130,8 @@ func (t *tunnel) write(dir uint8, b []byte) error {
 		// the loop's next write at once, after the tunnel sat quiet.
 		defer dst.SetWriteDeadline(time.Time{})
 	}
-	_, err := dst.Write(b)
+	n, err := dst.Write(b)
+	t.moved[dir].Add(int64(n))
 	return err
 }
 
@@ -124,6 +157,7 @@ func (t *tunnel) pumpInline(dir uint8, buf []byte) {
 	switch {
 	case n > 0:
 		w, werr := writeOnce(t.src(1-dir).raw, buf[:n])
+		t.moved[dir].Add(int64(w))
 		switch {
 		case werr != nil && !errors.Is(werr, unix.EAGAIN):
 			t.close()
@@ -236,6 +270,11 @@ func (t *tunnel) idle(dir uint8, src *watch, err error) bool {
 // halfClose passes an end of stream on; the tunnel closes when both
 // directions have ended.
 func (t *tunnel) halfClose(dir uint8) {
+	if dir == dirUp {
+		t.ended(&endClient)
+	} else {
+		t.ended(&endServer)
+	}
 	cw, ok := t.dst(dir).(interface{ CloseWrite() error })
 	if !ok || cw.CloseWrite() != nil {
 		t.close()
@@ -261,6 +300,7 @@ func (t *tunnel) close() {
 		return
 	}
 	t.c.l.forget(&t.upw)
+	t.report()
 	t.up.Close()
 	t.c.Close()
 	t.c.engine().tunnels.Add(-1)
@@ -273,11 +313,16 @@ func (t *tunnel) fallback() {
 	for dir, src := range [2]net.Conn{t.c.Conn, t.up} {
 		wg.Go(func() {
 			defer t.recoverPanic()
-			io.Copy(t.dst(uint8(dir)), src)
+			n, err := io.Copy(t.dst(uint8(dir)), src)
+			t.moved[dir].Add(n)
+			if err != nil {
+				t.ended(&endError)
+			}
 			t.halfClose(uint8(dir))
 		})
 	}
 	panics.Go("tunnel", func() { wg.Wait(); t.close() })
+	t.started()
 }
 
 // pumpBuf is the copy buffer of one burst with the state of its
