@@ -64,7 +64,7 @@ func newBuilder(fsys fileSystem) *builder {
 		fs: fsys,
 		cfg: &Config{
 			ShutdownGrace: 10 * time.Second,
-			Log:           Log{Access: true, Format: "text", Output: "stderr", Level: "info"},
+			Log:           Log{Access: true, Format: "text", Output: "stderr", Level: "info", Sample: 1},
 		},
 		sources: map[string]*routes.Source{},
 		order:   map[string]int{},

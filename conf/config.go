@@ -213,6 +213,15 @@ type Log struct {
 	// names kept: "token=x&page=x") or "drop" (nothing). Default ""
 	// (the zero value), which keeps it.
 	AccessQuery string
+	// Sample is the share of successful requests (status below 400)
+	// whose access-log line is written, 0 to 1 (`sample 10%`). Errors and
+	// requests slower than SlowerThan are always written; refusals and
+	// tunnel lines are never sampled. Default 1.
+	Sample float64
+	// SlowerThan: a request that took at least this long always gets its
+	// line, whatever Sample says (`slower_than 1s`). Default 0: no such
+	// rule.
+	SlowerThan time.Duration
 }
 
 // Runtime is the `runtime { ... }` block: settings of the Go runtime,

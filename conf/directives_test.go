@@ -38,9 +38,13 @@ func TestDirectives(t *testing.T) {
 		{desc: "log access_output empty", base: baseTop, line: `log { access_output "" }`, err: `4:21: access_output: expected a file path`},
 		{desc: "admin collides with listener", base: baseTop, line: "admin { listen 127.0.0.1:80; token_file /t }", err: `4:16: the admin API listens on 127.0.0.1:80, already used by listener "web"`},
 		{desc: "log", base: baseTop, line: "log { access off; format json; output stdout; level debug }", check: func(c *Config) bool {
-			return c.Log == Log{Access: false, Format: "json", Output: "stdout", Level: "debug"}
+			return c.Log == Log{Access: false, Format: "json", Output: "stdout", Level: "debug", Sample: 1}
 		}},
 		{desc: "log access_query", base: baseTop, line: "log { access_query redact }", check: func(c *Config) bool { return c.Log.AccessQuery == "redact" }},
+		{desc: "log sample", base: baseTop, line: "log { sample 0.5%; slower_than 1s }", check: func(c *Config) bool { return c.Log.Sample == 0.005 && c.Log.SlowerThan == time.Second }},
+		{desc: "log sample none", base: baseTop, line: "log { sample 0% }", check: func(c *Config) bool { return c.Log.Sample == 0 }},
+		{desc: "log sample bad", base: baseTop, line: "log { sample 10 }", err: `4:14: sample: invalid percentage "10"`},
+		{desc: "log sample over", base: baseTop, line: "log { sample 101% }", err: `4:14: sample: 101% is out of range`},
 		{desc: "log access_query bad", base: baseTop, line: "log { access_query hide }", err: `4:20: unknown access_query "hide" (expected keep, redact, drop)`},
 		{desc: "log format bad", base: baseTop, line: "log { format yaml }", err: `4:14: unknown log format "yaml" (expected json, text)`},
 		{desc: "log level bad", base: baseTop, line: "log { level trace }", err: `4:13: unknown log level "trace"`},

@@ -180,7 +180,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.Admin.Listen != "127.0.0.1:9900" || cfg.ShutdownGrace != 10*time.Second || cfg.ShutdownDelay != 0 {
 		t.Errorf("admin %+v grace %v delay %v", cfg.Admin, cfg.ShutdownGrace, cfg.ShutdownDelay)
 	}
-	if got := (Log{Access: true, Format: "text", Output: "stderr", Level: "info"}); cfg.Log != got {
+	if got := (Log{Access: true, Format: "text", Output: "stderr", Level: "info", Sample: 1}); cfg.Log != got {
 		t.Errorf("log = %+v", cfg.Log)
 	}
 	u := cfg.Upstreams[0]

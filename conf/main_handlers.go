@@ -222,6 +222,12 @@ var logTable = table[*Log]{
 			l.Level = v
 		}
 	},
+	"sample": func(b *builder, l *Log, d *routes.Directive) { b.setShare(d, &l.Sample) },
+	"slower_than": func(b *builder, l *Log, d *routes.Directive) {
+		if v, ok := b.duration(d, false); ok {
+			l.SlowerThan = v
+		}
+	},
 }
 
 func runtimeDirective(b *builder, _ *routes.File, d *routes.Directive) {

@@ -218,3 +218,19 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	}
 	return netip.Prefix{}, fmt.Errorf("invalid trusted proxy %q (expected an IP address or a CIDR such as 10.0.0.0/8)", s)
 }
+
+// setShare reads a percentage with decimals, `0%` to `100%` (`0.5%`),
+// as a share from 0 to 1.
+func (b *builder) setShare(d *routes.Directive, dst *float64) {
+	a := d.Args[0]
+	num, ok := strings.CutSuffix(a.Value, "%")
+	v, err := strconv.ParseFloat(num, 64)
+	switch {
+	case !ok || err != nil || math.IsNaN(v):
+		b.errorf(a.Pos, "%s: invalid percentage %q (expected a number with %%, such as 10%% or 0.5%%)", d.Name, a.Value)
+	case v < 0 || v > 100:
+		b.errorf(a.Pos, "%s: %s is out of range (expected 0%% to 100%%)", d.Name, a.Value)
+	default:
+		*dst = v / 100
+	}
+}

@@ -2,7 +2,9 @@ package router
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -43,7 +45,7 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *Router) logAccess(x *exchange) {
+func (r *Router) logAccess(x *exchange, d time.Duration) {
 	ctx := context.Background()
 	if !r.access.Enabled(ctx, slog.LevelInfo) {
 		return
@@ -55,9 +57,9 @@ func (r *Router) logAccess(x *exchange) {
 	if x.server != nil {
 		server = x.server.Addr
 	}
-	// Lifetime: query and user_agent view the request; the handler
+	// Lifetime: query, user_agent and sni view the request; the handler
 	// writes the line before LogAttrs returns.
-	r.access.LogAttrs(ctx, slog.LevelInfo, "request",
+	a := [...]slog.Attr{
 		slog.String("listener", x.l.name),
 		slog.String("protocol", x.in.Protocol()),
 		slog.String("client", x.in.RemoteAddr.String()),
@@ -68,14 +70,70 @@ func (r *Router) logAccess(x *exchange) {
 		slog.Int("status", x.logStatus()),
 		slog.Int64("bytes_in", x.bytesIn()),
 		slog.Int64("bytes_out", x.w.n),
-		slog.Float64("duration", time.Since(x.start).Seconds()),
+		slog.Float64("duration", d.Seconds()),
 		slog.String("route", route),
 		slog.String("upstream", up),
 		slog.String("server", server),
 		slog.Int("tries", len(x.tried)),
 		slog.String("user_agent", x.in.Header.Get("User-Agent")),
 		slog.String("request_id", x.reqID),
-	)
+		slog.Float64("upstream_connect", x.resp.Connect.Seconds()),
+		slog.Float64("upstream_header", x.upHead.Seconds()),
+		slog.String("tls_version", tlsVersionName(x.in.TLSVersion)),
+		slog.String("sni", x.in.ServerName),
+	}
+	n := len(a)
+	if x.in.TLSVersion == 0 {
+		n -= 2 // not TLS
+	}
+	r.access.LogAttrs(ctx, slog.LevelInfo, "request", a[:n]...)
+}
+
+// tlsVersionName names a TLS version as nginx's $ssl_protocol does.
+func tlsVersionName(v uint16) string {
+	switch v {
+	case tls.VersionTLS13:
+		return "TLSv1.3"
+	case tls.VersionTLS12:
+		return "TLSv1.2"
+	case tls.VersionTLS11:
+		return "TLSv1.1"
+	case tls.VersionTLS10:
+		return "TLSv1"
+	case 0:
+		return ""
+	}
+	return tls.VersionName(v)
+}
+
+// lineSampler decides which requests' access-log lines are written: all
+// errors (status 400 and up, 499 included), every request at least slow
+// long, and of the rest a share (below/2^32, drawn per request).
+type lineSampler struct {
+	all   bool   // no sampling: every line
+	below uint32 // a line is kept when a random uint32 is under it
+	slow  time.Duration
+}
+
+// newLineSampler leaves out a share leaveOut (0 to 1) of the lines of
+// successful requests faster than slow.
+func newLineSampler(leaveOut float64, slow time.Duration) lineSampler {
+	switch {
+	case leaveOut <= 0:
+		return lineSampler{all: true}
+	case leaveOut >= 1:
+		return lineSampler{slow: slow}
+	}
+	return lineSampler{below: uint32((1 - leaveOut) * (1 << 32)), slow: slow}
+}
+
+// keep reports whether the line of a request that ended with status after
+// d is written.
+func (s lineSampler) keep(status int, d time.Duration) bool {
+	if s.all || status >= 400 || (s.slow > 0 && d >= s.slow) {
+		return true
+	}
+	return rand.Uint32() < s.below
 }
 
 // loggedQuery is what the access log writes of query q in mode ("keep"

@@ -73,16 +73,23 @@ func (discardProxyWriter) Tunnel(up net.Conn, _ []byte) error         { return u
 // BenchmarkServeProxy is the router's own path, as the HTTP/1 engine calls
 // it: edgeway's request type in, no net/http adapter.
 func BenchmarkServeProxy(b *testing.B) {
-	b.Run("metrics off", func(b *testing.B) { benchServeProxy(b, nil) })
-	b.Run("metrics on", func(b *testing.B) { benchServeProxy(b, NewMetrics()) })
+	b.Run("metrics off", func(b *testing.B) { benchServeProxy(b, Options{}) })
+	b.Run("metrics on", func(b *testing.B) { benchServeProxy(b, Options{Metrics: NewMetrics()}) })
+	// The access log as `log { format text }` writes it, to a discarded
+	// output: what formatting a line costs.
+	text := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b.Run("access log on", func(b *testing.B) { benchServeProxy(b, Options{Metrics: NewMetrics(), AccessLog: text}) })
+	b.Run("access log 10%", func(b *testing.B) {
+		benchServeProxy(b, Options{Metrics: NewMetrics(), AccessLog: text, AccessLeaveOut: 0.9})
+	})
 }
 
-func benchServeProxy(b *testing.B, m *Metrics) {
+func benchServeProxy(b *testing.B, opts Options) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello")
 	}))
 	defer up.Close()
-	rt := New(Options{Metrics: m})
+	rt := New(opts)
 	defer rt.Close()
 	err := rt.Apply(&conf.Config{
 		Listeners: []conf.Listener{testListener()},

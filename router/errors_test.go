@@ -33,6 +33,25 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
 func (s *logSink) WithGroup(string) slog.Handler      { return s }
 
+func (s *logSink) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = nil
+}
+
+// count returns how many records have msg.
+func (s *logSink) count(msg string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.recs {
+		if r.Message == msg {
+			n++
+		}
+	}
+	return n
+}
+
 // find returns the attributes of the first record with msg, as strings.
 func (s *logSink) find(msg string) (map[string]string, slog.Level, bool) {
 	s.mu.Lock()
@@ -203,8 +222,26 @@ func TestAccessLog(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if d, err := strconv.ParseFloat(got["duration"], 64); got["client"] == "" || err != nil || d <= 0 || d > 60 {
+	d, err := strconv.ParseFloat(got["duration"], 64)
+	if got["client"] == "" || err != nil || d <= 0 || d > 60 {
 		t.Errorf("client missing or duration not in seconds: %v", got)
+	}
+	// The first request opened the upstream connection: it took some
+	// time, and so did the wait for the head, within the whole.
+	connect, err1 := strconv.ParseFloat(got["upstream_connect"], 64)
+	head, err2 := strconv.ParseFloat(got["upstream_header"], 64)
+	if err1 != nil || err2 != nil || connect <= 0 || head < connect || head > d {
+		t.Errorf("upstream_connect %q, upstream_header %q: want 0 < connect <= header <= duration %v", got["upstream_connect"], got["upstream_header"], d)
+	}
+	if _, ok := got["tls_version"]; ok {
+		t.Errorf("tls_version on a plain request: %v", got)
+	}
+	// The next one reuses the pooled connection: no connect time.
+	access.reset()
+	do(t, nil, newReq(t, "GET", fe.URL+"/again"))
+	testutil.WaitFor(t, "second access log line", func() bool { _, _, ok := access.find("request"); return ok })
+	if got, _, _ := access.find("request"); got["upstream_connect"] != "0" {
+		t.Errorf("upstream_connect on a reused connection = %q, want 0", got["upstream_connect"])
 	}
 }
 

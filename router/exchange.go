@@ -53,6 +53,7 @@ type requestState struct {
 	rtIndex  int // x.rt's index in x.l.routes; -1: none
 	errKind  int // upstream error kind for the metrics; -1: none
 	upStart  time.Time
+	upHead   time.Duration      // the last try's wait for the response head
 	tried    []*upstream.Server // servers tried, in order (retries)
 	retrying bool               // a retry holds a place in the pool's budget
 	// serverDone: x.server's try was reported (Done) when it was retried.

@@ -47,6 +47,7 @@ func (x *exchange) forward() {
 		x.server, x.serverDone, x.tried = s, false, append(x.tried, s)
 		x.upStart, x.resp = time.Now(), httpclient.Response{}
 		err = pool.Transport().Do(s.Addr, &x.out, &x.resp)
+		x.upHead = time.Since(x.upStart)
 		if !x.retryable(try, err) {
 			break
 		}

@@ -31,6 +31,14 @@ type Options struct {
 	// AccessQuery is what the access log writes of a query: "keep" (or
 	// ""), "redact" or "drop" (conf.Log.AccessQuery).
 	AccessQuery string
+	// AccessLeaveOut is the share of successful requests whose line is
+	// left out, 0 to 1 (1 - conf.Log.Sample); lines of errors (status 400
+	// and up) and of requests slower than AccessSlowerThan are always
+	// written. Zero writes every line.
+	AccessLeaveOut float64
+	// AccessSlowerThan: a request that took at least this long is always
+	// logged, whatever the sampling. Zero: no such rule.
+	AccessSlowerThan time.Duration
 }
 
 // Router serves HTTP requests from the live Snapshot. Its methods are safe
@@ -40,6 +48,7 @@ type Router struct {
 	access  *slog.Logger
 	metrics *Metrics
 	query   string // Options.AccessQuery
+	sample  lineSampler
 
 	mu      sync.Mutex // serialises Apply and Close
 	set     *upstream.Set
@@ -54,7 +63,8 @@ type Router struct {
 // New returns a router with an empty table: every request gets 404 until
 // Apply succeeds.
 func New(opts Options) *Router {
-	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, query: opts.AccessQuery, set: upstream.NewSet()}
+	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, query: opts.AccessQuery,
+		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), set: upstream.NewSet()}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -181,7 +191,9 @@ func (r *Router) finish(x *exchange) {
 		x.count()
 	}
 	if r.access != nil {
-		r.logAccess(x)
+		if d := time.Since(x.start); r.sample.keep(x.logStatus(), d) {
+			r.logAccess(x, d)
+		}
 	}
 	if p != nil {
 		panic(http.ErrAbortHandler)

@@ -148,6 +148,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "access_output", Usage: "stdout|stderr|PATH", Min: 1, Max: 1},
 		{Name: "access_query", Usage: "keep|redact|drop", Min: 1, Max: 1},
 		{Name: "level", Usage: "debug|info|warn|error", Min: 1, Max: 1},
+		{Name: "sample", Usage: "PERCENT", Min: 1, Max: 1},
+		{Name: "slower_than", Usage: "DURATION", Min: 1, Max: 1},
 	},
 	RuntimeBlock: {
 		{Name: "gomaxprocs", Usage: "N|auto", Min: 1, Max: 1},

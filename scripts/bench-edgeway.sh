@@ -2,8 +2,22 @@
 # edgeway as a peer of the shared bench harness: writes a configuration for
 # $LISTEN -> $UPSTREAM1,$UPSTREAM2 (MODE=h2: over TLS) (round robin, access log off, the same
 # timeouts as the peers) into $PROXY_DIR and runs edgeway in the foreground.
+# VARIANT prices observability (scripts/bench.sh runs each as its own peer):
+#   off (default)  access log off, as the peers run
+#   log            the default access log, text, to a file in $PROXY_DIR
+#   log10          the same with `sample 10%` (errors and slow requests kept)
+#   trace1 trace100  access log off, OTLP tracing with 1% / 100% of requests
+#                  sampled, exported to an OTLP/HTTP sink at $OTLP_SINK
 set -euo pipefail
 d=${PROXY_DIR:?}
+logging="log { access off; level warn }" tracing=""
+case ${VARIANT:-off} in
+off) ;;
+log) logging="log { access on; level warn; access_output $d/access.log }" ;;
+log10) logging="log { access on; level warn; access_output $d/access.log; sample 10%; slower_than 1s }" ;;
+trace1 | trace100) tracing="tracing { otlp ${OTLP_SINK:?}; sample ${VARIANT#trace}%; service_name edgeway-bench }" ;;
+*) echo "bench-edgeway.sh: unknown VARIANT $VARIANT" >&2; exit 2 ;;
+esac
 # MODE=h2 (h2-peers.sh): TLS with ALPN h2 and http/1.1, the harness's cert.
 protocols="http1 h2c" tls=""
 if [[ ${MODE:-h1} == h2 ]]; then
@@ -11,7 +25,8 @@ if [[ ${MODE:-h1} == h2 ]]; then
 	tls="tls { cert ${TLS_CERT:?} ${TLS_KEY:?} }"
 fi
 cat >"$d/edgeway.conf" <<CONF
-log { access off; level warn }
+$logging
+$tracing
 $tls
 listen bench {
   addr $LISTEN

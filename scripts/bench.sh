@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the shared peer benchmark harness with edgeway added as a peer.
-#   scripts/bench.sh peers   HTTP/1.1 req/s, p99, proxy CPU us/req (run-peers.sh)
+#   scripts/bench.sh peers   HTTP/1.1 req/s, p99, proxy CPU us/req (run-peers.sh), edgeway
+#                            also with its access log on, sampled, and tracing (EDGEWAY_VARIANTS)
 #   scripts/bench.sh idle    memory per idle keep-alive connection (idle-conns.sh)
 #   scripts/bench.sh ws      memory per idle WebSocket tunnel, echo latency (ws-conns.sh)
 #   scripts/bench.sh h2      HTTP/2 over TLS req/s and CPU per request (h2-peers.sh)
@@ -27,7 +28,30 @@ fi
 export EDGEWAY_BIN=$root/bin/edgeway
 export EXTRA_PROXY="edgeway|8084|$root/scripts/bench-edgeway.sh"
 case ${1:-peers} in
-peers) exec "$bench_dir/run-peers.sh" ;;
+peers)
+	# edgeway runs once per observability variant (scripts/bench-edgeway.sh
+	# VARIANT), each as a peer of its own: access log off (as the peers),
+	# on, sampled, and tracing at 1% and 100% to a local OTLP sink on the
+	# load side's core. EDGEWAY_VARIANTS="" runs edgeway alone.
+	variants=${EDGEWAY_VARIANTS-log log10 trace1 trace100}
+	port=8085
+	for v in $variants; do
+		EXTRA_PROXY+=$'\n'"edgeway-$v|$port|VARIANT=$v $root/scripts/bench-edgeway.sh"
+		port=$((port + 1))
+	done
+	if [[ $variants == *trace* ]]; then
+		sink_port=${OTLP_SINK_PORT:-4318}
+		(cd "$root" && CGO_ENABLED=0 go build -o "$root/bin/otlpsink" ./internal/benchtools/otlpsink)
+		taskset -c 1 "$root/bin/otlpsink" -listen "127.0.0.1:$sink_port" &
+		sink=$!
+		trap 'kill $sink 2>/dev/null' EXIT
+		export OTLP_SINK="http://127.0.0.1:$sink_port"
+	fi
+	if [[ -n ${PROXIES:-} && $PROXIES == *edgeway* && $PROXIES != *edgeway-* ]]; then
+		for v in $variants; do PROXIES+=" edgeway-$v"; done
+	fi
+	export PROXIES
+	"$bench_dir/run-peers.sh" ;;
 idle) exec "$bench_dir/idle-conns.sh" ${IDLE_NS:-10000} ;;
 ws)
 	port=$(( ${WS_PORT_BASE:-23000} + 84 ))

@@ -64,7 +64,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic, AccessQuery: cfg.Log.AccessQuery})
+	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic, AccessQuery: cfg.Log.AccessQuery,
+		AccessLeaveOut: 1 - cfg.Log.Sample, AccessSlowerThan: cfg.Log.SlowerThan})
 	defer d.router.Close()
 	defer d.stopAdmin()
 	if err := d.start(); err != nil {

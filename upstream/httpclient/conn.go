@@ -25,6 +25,7 @@ type conn struct {
 	probe  *prober
 	idleAt int64          // monotonic ns when it was pooled
 	reused bool           // it served an earlier exchange
+	dialNs int64          // how long opening it took
 	slot   bool           // it holds a slot of the pool's connection limiter
 	client netip.AddrPort // the client its PROXY header named (send_proxy)
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 )
@@ -76,6 +77,10 @@ type Response struct {
 	// caller's, and bytes already read from it that belong to the tunnel.
 	Conn net.Conn
 	Pre  []byte
+	// Connect is how long opening the connection took (TCP connect and
+	// the PROXY header); 0 when a pooled one was reused, and on h2c,
+	// whose connections are shared by streams.
+	Connect time.Duration
 }
 
 // BodyError is a failure to read the request body from the client: the
@@ -116,7 +121,12 @@ func (t *Transport) Do(addr string, req *Request, resp *Response) error {
 			}
 			return err
 		}
+		var connect time.Duration // read now: after the exchange c may serve another
+		if !c.reused {
+			connect = time.Duration(c.dialNs)
+		}
 		err, retry := c.exchange(req, resp, bb)
+		resp.Connect = connect
 		if err == nil || !retry || attempt > 0 || ctx.Err() != nil {
 			return err
 		}

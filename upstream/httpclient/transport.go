@@ -280,6 +280,7 @@ func (hp *hostPool) closeOldest() {
 // dial opens a connection for req; slot says it holds a slot of the
 // limiter.
 func (hp *hostPool) dial(ctx context.Context, slot bool, req *Request) (*conn, error) {
+	start := monotonic()
 	nc, err := hp.t.dialConn(ctx, hp.addr, req)
 	if err != nil {
 		if slot {
@@ -288,7 +289,7 @@ func (hp *hostPool) dial(ctx context.Context, slot bool, req *Request) (*conn, e
 		return nil, err
 	}
 	c := newConn(nc, hp)
-	c.slot, c.client = slot, req.Client
+	c.slot, c.client, c.dialNs = slot, req.Client, monotonic()-start
 	return c, nil
 }
 

@@ -1,0 +1,83 @@
+package router
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// TestAccessSampling: with every successful line left out, errors and
+// slow requests are still logged, each once.
+func TestAccessSampling(t *testing.T) {
+	t.Parallel()
+	access := &logSink{}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow":
+			time.Sleep(20 * time.Millisecond) // makes it slower than slower_than, whatever the machine's load
+		case "/fail":
+			w.WriteHeader(503)
+		}
+	}))
+	t.Cleanup(up.Close)
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(up)})},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "a")},
+	}
+	_, fe := front(t, cfg, Options{AccessLog: slog.New(access), AccessLeaveOut: 1, AccessSlowerThan: 10 * time.Millisecond})
+	// One connection, one request at a time: each line is written before
+	// the next request is read.
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	for _, p := range []string{"/ok", "/ok", "/fail", "/ok", "/slow", "/ok"} {
+		do(t, c, newReq(t, "GET", fe.URL+p))
+	}
+	testutil.WaitFor(t, "two lines", func() bool { return access.count("request") >= 2 })
+	access.mu.Lock()
+	var paths []string
+	for _, r := range access.recs {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "path" {
+				paths = append(paths, a.Value.String())
+			}
+			return true
+		})
+	}
+	access.mu.Unlock()
+	if len(paths) != 2 || paths[0] != "/fail" || paths[1] != "/slow" {
+		t.Errorf("logged %v, want [/fail /slow]", paths)
+	}
+}
+
+// TestLineSampler: the share kept is the share asked for.
+func TestLineSampler(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		leaveOut float64
+		lo, hi   int // of 10000 successful fast requests
+	}{
+		{0, 10000, 10000},
+		{1, 0, 0},
+		{0.9, 800, 1200},
+		{0.5, 4600, 5400},
+	} {
+		s := newLineSampler(tc.leaveOut, time.Second)
+		n := 0
+		for range 10000 {
+			if s.keep(200, time.Millisecond) {
+				n++
+			}
+		}
+		if n < tc.lo || n > tc.hi {
+			t.Errorf("leave out %v: kept %d of 10000, want %d to %d", tc.leaveOut, n, tc.lo, tc.hi)
+		}
+		if !s.keep(404, 0) || !s.keep(499, 0) || !s.keep(200, time.Second) {
+			t.Errorf("leave out %v: an error or a slow request was left out", tc.leaveOut)
+		}
+	}
+}
