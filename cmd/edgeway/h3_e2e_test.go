@@ -352,3 +352,19 @@ func TestH3GetCommand(t *testing.T) {
 		t.Errorf("h3get without -k against a certificate of an unknown CA: exit %d, want 1", code)
 	}
 }
+
+// TestH3RequestIDAndAccessLine: over HTTP/3 the client gets the
+// X-Request-Id that the access-log line carries, with the protocol, the
+// TLS version and the SNI name.
+func TestH3RequestIDAndAccessLine(t *testing.T) {
+	up := echoUpstream(t)
+	p, _, udpAddr, _ := h3Site(t, up, "")
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "site.test"}}
+	defer tr.Close()
+	a := h3Do(t, nil, tr, "GET", "https://"+udpAddr+"/id-line", "site.test", "", "X-Request-Id")
+	id := a.header["X-Request-Id"]
+	if a.status != 200 || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Fatalf("HTTP/3 answer %d with X-Request-Id %q, want 200 and 32 hex digits", a.status, id)
+	}
+	p.WaitLog(t, `msg=request log=access listener=websecure protocol=HTTP/3 .* path=/id-line .* request_id=`+id+` .* tls_version=TLSv1\.3 sni=site\.test\n`)
+}
