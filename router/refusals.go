@@ -47,7 +47,7 @@ func (r *Router) Refused(ref httpmsg.Refusal) {
 		}
 	}
 	ctx := context.Background()
-	if !r.access.Enabled(ctx, slog.LevelInfo) {
+	if r.access == nil || !r.access.Enabled(ctx, slog.LevelInfo) { // nil: `access off`
 		return
 	}
 	ok, suppressed := r.refusals.take(time.Now())
