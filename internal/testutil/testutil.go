@@ -301,6 +301,18 @@ func RequireCurl(t testing.TB) {
 	}
 }
 
+// Promtool returns the path of Prometheus' promtool, which checks the
+// shipped alert rules and lints a scrape, and fails the test when it is
+// missing (CI installs it).
+func Promtool(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not found: install it (apt-get install --no-install-recommends prometheus); .ci/run does")
+	}
+	return p
+}
+
 // WaitFor polls cond until it holds, failing the test after 10 s with what
 // it was waiting for.
 func WaitFor(t testing.TB, what string, cond func() bool) {
