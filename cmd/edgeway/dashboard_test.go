@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -308,16 +307,26 @@ func sampleLabels(s string) (map[string]string, error) {
 	}
 }
 
-// hasSample reports whether the exposition has a sample of metric with
-// exactly these labels.
-func hasSample(body, metric string, want map[string]string) bool {
+// hasSampleWith reports whether the exposition has a sample of metric
+// with these labels, among others.
+func hasSampleWith(body, metric string, want map[string]string) bool {
 	for _, line := range strings.Split(body, "\n") {
 		rest, ok := strings.CutPrefix(line, metric+"{")
 		if !ok {
 			continue
 		}
 		got, err := sampleLabels(rest)
-		if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
+		if err != nil {
+			continue
+		}
+		all := true
+		for k, v := range want {
+			if l, ok := got[k]; !ok || l != v {
+				all = false
+				break
+			}
+		}
+		if all {
 			return true
 		}
 	}
@@ -389,70 +398,65 @@ func labelList(set map[string]bool) string {
 	return "[" + strings.Join(l, " ") + "]"
 }
 
-// TestDashboardMetrics runs edgeway with traffic that gives every counter
-// a sample (a route to a live backend, a request no route matches, a
-// route to a dead server) and checks each query of the dashboard against
-// its /metrics.
+// TestDashboardMetrics checks each query of the dashboard, and each
+// expression of the shipped alert rules, against the /metrics of an
+// edgeway with traffic that gives every family a sample (busyScrape).
 func TestDashboardMetrics(t *testing.T) {
 	d, panels := loadDashboard(t)
-	queries := d.queries(t, panels)
-
-	live := backend(t, "live")
-	dead := testutil.FreePort(t)
-	routes := fmt.Sprintf("upstream live { server %s }\nupstream dead { server 127.0.0.1:%d }\n"+
-		"route app {\n  match PathPrefix(`/app`)\n  to live\n}\n"+
-		"route down {\n  match PathPrefix(`/down`)\n  to dead\n}\n", hostPort(live), dead)
-	e := startAdmin(t, "log { access off }", map[string]string{"d.routes": routes})
-	testutil.WaitFor(t, "/readyz 200", func() bool { return e.ready(t) == http.StatusOK })
-
-	for _, tc := range []struct{ path, want string }{{"/app/x", "200"}, {"/nope", "404"}, {"/down", "502"}} {
-		out, _ := testutil.Curl(t, "-o", "/dev/null", "-w", "%{http_code}", "--data", "body", e.base+tc.path)
-		if out != tc.want {
-			t.Fatalf("POST %s: status %q, want %s", tc.path, out, tc.want)
-		}
-	}
-	// The counters are read at scrape time; wait until the three requests
-	// and the failed connect show.
-	type sample struct {
-		metric string
-		labels map[string]string
-	}
-	samples := []sample{
-		{"edgeway_requests_total", map[string]string{"listener": "web", "route": "app", "method": "POST", "code": "2xx"}},
-		{"edgeway_requests_total", map[string]string{"listener": "web", "route": "", "method": "POST", "code": "4xx"}},
-		{"edgeway_requests_total", map[string]string{"listener": "web", "route": "down", "method": "POST", "code": "5xx"}},
-		{"edgeway_upstream_errors_total", map[string]string{"upstream": "dead", "server": fmt.Sprintf("127.0.0.1:%d", dead), "kind": "connect"}},
-	}
-	var body string
-	scraped := false
-	t.Cleanup(func() {
-		if !scraped && body != "" {
-			t.Logf("last /metrics, edgeway_ samples:\n%s", edgewaySamples(body))
-		}
-	})
-	testutil.WaitFor(t, "the traffic's samples in /metrics", func() bool {
-		var code int
-		code, body = e.do(t, http.MethodGet, "/metrics", true)
-		if code != http.StatusOK {
-			return false
-		}
-		for _, s := range samples {
-			if !hasSample(body, s.metric, s.labels) {
-				return false
-			}
-		}
-		return true
-	})
-	scraped = true
-
+	queries := append(d.queries(t, panels), alertQueries(t)...)
+	_, body := busyScrape(t)
 	exp := parseExposition(t, body)
 	var problems []string
 	for _, q := range queries {
 		problems = append(problems, exp.checkQuery(q)...)
 	}
 	if len(problems) > 0 {
-		t.Errorf("%s queries what edgeway does not export:\n  %s", dashboardFile, strings.Join(problems, "\n  "))
+		t.Errorf("%s and %s query what edgeway does not export:\n  %s", dashboardFile, alertsFile, strings.Join(problems, "\n  "))
 	}
+}
+
+const alertsFile = promExamples + "/alerts.yml"
+
+// alertQueries returns the expr of each rule of alerts.yml. The file is
+// read as the plain YAML it is (no YAML library among our dependencies):
+// `- alert: NAME` opens a rule, `expr:` holds its expression on the line
+// or, after `|`, on the more indented lines below.
+func alertQueries(t *testing.T) []dashQuery {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(t), alertsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []dashQuery
+	alerts, name := 0, ""
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		trimmed := strings.TrimSpace(lines[i])
+		if n, ok := strings.CutPrefix(trimmed, "- alert:"); ok {
+			alerts, name = alerts+1, strings.TrimSpace(n)
+			continue
+		}
+		v, ok := strings.CutPrefix(trimmed, "expr:")
+		if !ok || alerts == 0 {
+			continue
+		}
+		where := fmt.Sprintf("alert %s (%s:%d)", name, alertsFile, i+1)
+		if v = strings.TrimSpace(v); v != "|" {
+			qs = append(qs, dashQuery{where: where, expr: v})
+			continue
+		}
+		indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
+		var block []string
+		for i+1 < len(lines) && (strings.TrimSpace(lines[i+1]) == "" || len(lines[i+1])-len(strings.TrimLeft(lines[i+1], " ")) > indent) {
+			i++
+			block = append(block, strings.TrimSpace(lines[i]))
+		}
+		qs = append(qs, dashQuery{where: where, expr: strings.Join(block, " ")})
+	}
+	if alerts == 0 || len(qs) != alerts {
+		t.Fatalf("%s: %d alerts, %d expressions read", alertsFile, alerts, len(qs))
+	}
+	return qs
 }
 
 // edgewaySamples returns the edgeway_ sample lines of an exposition.
