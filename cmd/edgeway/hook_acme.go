@@ -28,6 +28,11 @@ type acmeState struct {
 	failures *prometheus.CounterVec
 }
 
+// acmeFailureReasons are the reason label values of
+// edgeway_acme_failures_total.
+var acmeFailureReasons = []string{acme.ReasonRateLimited, acme.ReasonCAUnreachable, acme.ReasonChallengeFailed,
+	acme.ReasonOrderRejected, acme.ReasonStorage, acme.ReasonOther}
+
 // acmeChallengePrefix is the path of HTTP-01 challenges (RFC 8555 8.3).
 const acmeChallengePrefix = "/.well-known/acme-challenge/"
 
@@ -73,6 +78,11 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 			switch e.Kind {
 			case "order":
 				st.orders.WithLabelValues(e.Name).Inc()
+				// A name's failure series start at 0 with its first
+				// order, so that increase() counts its first failure.
+				for _, r := range acmeFailureReasons {
+					st.failures.WithLabelValues(e.Name, r)
+				}
 			case "failure":
 				st.failures.WithLabelValues(e.Name, e.Reason).Inc()
 			}
