@@ -1,8 +1,12 @@
 package router
 
 import (
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // TestRefusalLogBudget: a second's refusal lines stop at the budget; the
@@ -23,5 +27,35 @@ func TestRefusalLogBudget(t *testing.T) {
 	ok, suppressed := l.take(now.Add(time.Second))
 	if !ok || suppressed != 5 {
 		t.Fatalf("next second: ok %v, suppressed %d, want true, 5", ok, suppressed)
+	}
+}
+
+// TestRefusalAttrs: a connection refused before HTTP (Status 0) has no
+// status field; a refused request has one.
+func TestRefusalAttrs(t *testing.T) {
+	t.Parallel()
+	remote := netip.MustParseAddrPort("192.0.2.1:4000")
+	for _, c := range []struct {
+		desc string
+		ref  httpmsg.Refusal
+		want string
+	}{
+		{desc: "request", ref: httpmsg.Refusal{Listener: "web", Protocol: "HTTP/2", Status: 431, Reason: httpmsg.ReasonHeadTooLarge, Remote: remote},
+			want: "listener=web protocol=HTTP/2 client=192.0.2.1:4000 status=431 reason=request_head_too_large"},
+		{desc: "connection", ref: httpmsg.Refusal{Listener: "web", Protocol: httpmsg.ProtoTLS, Reason: httpmsg.ReasonTLSHandshakeFailed, Remote: remote},
+			want: "listener=web protocol=tls client=192.0.2.1:4000 reason=tls_handshake_failed"},
+		{desc: "no client", ref: httpmsg.Refusal{Listener: "web", Protocol: "HTTP/3", Status: 400, Reason: httpmsg.ReasonInvalidHost},
+			want: "listener=web protocol=HTTP/3 status=400 reason=invalid_host"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			var parts []string
+			for _, a := range refusalAttrs(c.ref, 0) {
+				parts = append(parts, a.String())
+			}
+			if got := strings.Join(parts, " "); got != c.want {
+				t.Errorf("got %s\nwant %s", got, c.want)
+			}
+		})
 	}
 }
