@@ -381,6 +381,7 @@ const (
 	ReasonNotTLS             = "not_tls"              // plain text on a TLS port (answered 400)
 	ReasonTLSHandshakeFailed = "tls_handshake_failed" // a broken ClientHello, a failed or timed-out handshake
 	ReasonNoCommonProtocol   = "no_common_protocol"   // ALPN chose no protocol the listener serves
+	ReasonNotHTTP            = "not_http"             // neither HTTP/1 nor the HTTP/2 preface, on an h2c port (closed)
 )
 
 // ReasonCode turns a parser's reason text ("invalid Host") into a
