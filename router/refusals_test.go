@@ -1,6 +1,8 @@
 package router
 
 import (
+	"io"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -57,5 +59,36 @@ func TestRefusalAttrs(t *testing.T) {
 				t.Errorf("got %s\nwant %s", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRefusedFloodAllocations: past the second's line budget a refusal
+// is a count only, so that a flood (a TLS scanner, a broken client)
+// costs next to nothing per connection.
+func TestRefusedFloodAllocations(t *testing.T) {
+	r := New(Options{AccessLog: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics()})
+	ref := httpmsg.Refusal{Listener: "web", Protocol: httpmsg.ProtoTLS, Reason: httpmsg.ReasonTLSHandshakeFailed, Remote: netip.MustParseAddrPort("192.0.2.1:4000")}
+	for range maxRefusalLines + 1 {
+		r.Refused(ref) // spend the budget (and make the series)
+	}
+	// The budget is per second; a run that crosses a second writes up to
+	// maxRefusalLines lines, which allocate, but well under one a
+	// refusal on average (AllocsPerRun's integer average stays 0).
+	if n := testing.AllocsPerRun(1000, func() { r.Refused(ref) }); n != 0 {
+		t.Errorf("%v allocations a refusal past the budget, want 0", n)
+	}
+}
+
+// BenchmarkRefusedPastBudget is the cost of one refusal in a flood: a
+// count, no line.
+func BenchmarkRefusedPastBudget(b *testing.B) {
+	r := New(Options{AccessLog: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics()})
+	ref := httpmsg.Refusal{Listener: "web", Protocol: httpmsg.ProtoTLS, Reason: httpmsg.ReasonTLSHandshakeFailed, Remote: netip.MustParseAddrPort("192.0.2.1:4000")}
+	for range maxRefusalLines + 1 {
+		r.Refused(ref)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Refused(ref)
 	}
 }
