@@ -132,4 +132,3 @@ func TestRefusalFloodCounted(t *testing.T) {
 		t.Errorf("%d refusals, %d lines, first suppressed=%d: want fewer lines than refusals, the rest counted", n, lines, left)
 	}
 }
-
