@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/alpn"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/http1"
@@ -44,6 +47,7 @@ type front struct {
 	hsTO     time.Duration  // ClientHello and handshake
 	log      *slog.Logger
 	stats    frontStats
+	refused  func(httpmsg.Refusal) // Options.Refused; nil: not reported
 }
 
 // frontStats counts what the stages before HTTP decided.
@@ -73,7 +77,7 @@ var helloBufs = sync.Pool{New: func() any { b := make([]byte, maxHello); return 
 
 func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.Logger) *front {
 	f := &front{name: cfg.Name, p: p, h1: s.h1, h2: s.h2, pass: o.Passthrough,
-		hsTO: 10 * time.Second, log: log}
+		hsTO: 10 * time.Second, log: log, refused: o.Refused}
 	f.headerTO.Store(int64(cfg.ReadHeaderTimeout))
 	if cfg.ProxyProtocol != nil {
 		f.trusted = cfg.ProxyProtocol.Trusted
@@ -112,12 +116,13 @@ func (f *front) Serve(c *engine.Conn) engine.Action {
 // readProxy reads the PROXY protocol header of a connection from a
 // trusted peer and returns the connection as the header presents it. A
 // peer that is not trusted, or a missing or broken header, closes the
-// connection (logged).
+// connection (reported; a peer that closes before sending a byte, as a
+// TCP health check does, is not a refusal).
 func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
 	peer := addrPort(c.RemoteAddr())
 	if !trusts(f.trusted, peer.Addr()) {
 		f.stats.proxyRefused.Add(1)
-		f.log.Warn("refused connection: PROXY protocol peer not trusted", "remote", peer.String())
+		f.refuse(httpmsg.ProtoProxy, 0, httpmsg.ReasonProxyUntrustedPeer, peer, nil)
 		c.Abort()
 		return nil, false
 	}
@@ -126,7 +131,9 @@ func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
 	c.SetReadDeadline(time.Time{})
 	if err != nil {
 		f.stats.proxyRefused.Add(1)
-		f.log.Warn("refused connection: bad PROXY protocol header", "remote", peer.String(), "error", err.Error())
+		if !errors.Is(err, io.EOF) {
+			f.refuse(httpmsg.ProtoProxy, 0, httpmsg.ReasonProxyHeaderInvalid, peer, err)
+		}
 		c.Abort()
 		return nil, false
 	}
@@ -154,11 +161,14 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	if err != nil {
 		if errors.Is(err, sniff.ErrNotTLS) {
 			f.stats.notTLS.Add(1)
+			f.refuse(httpmsg.ProtoTLS, http.StatusBadRequest, httpmsg.ReasonNotTLS, remote, nil)
 			f.plainOnTLS(c)
 			return engine.Close
 		}
 		f.stats.handshakeFailures.Add(1)
-		f.log.Debug("refused connection: no ClientHello", "remote", remote.String(), "error", err.Error())
+		if !errors.Is(err, io.EOF) {
+			f.refuse(httpmsg.ProtoTLS, 0, httpmsg.ReasonTLSHandshakeFailed, remote, err)
+		}
 		return engine.Close
 	}
 	if f.pass != nil && !isACMEHello(hello.ALPN) {
@@ -180,7 +190,7 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	tc := tls.Server(nc, f.tls)
 	if err := tc.Handshake(); err != nil {
 		f.stats.handshakeFailures.Add(1)
-		f.log.Debug("TLS handshake failed", "remote", remote.String(), "sni", hello.SNI, "error", err.Error())
+		f.refuse(httpmsg.ProtoTLS, 0, httpmsg.ReasonTLSHandshakeFailed, remote, err)
 		return engine.Close
 	}
 	f.stats.handshakes.Add(1)
@@ -196,7 +206,7 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 		go f.serveH2(c, tc)
 		return engine.Detach
 	case !f.p.http1:
-		f.log.Debug("refused connection: client offered no protocol served", "remote", remote.String(), "alpn", hello.ALPN)
+		f.refuse(httpmsg.ProtoTLS, 0, httpmsg.ReasonNoCommonProtocol, remote, nil)
 		tc.Close()
 		return engine.Close
 	}
@@ -214,6 +224,23 @@ func (f *front) serveH2(c *engine.Conn, tc *tls.Conn) {
 		c.Close()
 	}()
 	f.h2.serve(tc)
+}
+
+// refuse reports a connection refused before HTTP: to Options.Refused
+// (counted, and logged within the access log's budget) and, at debug
+// level only, with err. A flood of them costs no log line past the
+// budget, and no allocation here while debug is off.
+func (f *front) refuse(proto string, status int, reason string, remote netip.AddrPort, err error) {
+	if f.refused != nil {
+		f.refused(httpmsg.Refusal{Listener: f.name, Protocol: proto, Status: status, Reason: reason, Remote: remote})
+	}
+	if f.log.Enabled(context.Background(), slog.LevelDebug) {
+		args := []any{"remote", remote.String(), "reason", reason}
+		if err != nil {
+			args = append(args, "error", err.Error())
+		}
+		f.log.Debug("refused connection", args...)
+	}
 }
 
 // plainOnTLS answers a plain-text request sent to a TLS port, as Go's

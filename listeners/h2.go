@@ -26,6 +26,23 @@ const (
 	h2WriteByteTimeout = 30 * time.Second // close a peer that stops reading
 )
 
+// The HTTP/2 header list limits. The listener's max_header_bytes is
+// enforced by the adapter (stdhttp.Options.MaxHeaderBytes, plus x/net's
+// own slack of 32 bytes for ten fields, as before), which answers 431 on
+// the stream and reports it. x/net and the guard get h2HeaderFactor
+// times more: x/net's hpack decoder refuses a string over its list limit
+// with COMPRESSION_ERROR on the whole connection, and past that limit it
+// answers 431 itself, which edgeway never sees. Past h2HeaderFactor ×
+// max_header_bytes the guard ends the connection (ENHANCE_YOUR_CALM) and
+// reports it. Memory stays bounded: a block over max_header_bytes is
+// answered as soon as it is decoded, so only one such block per
+// connection is held at a time, at most h2HeaderFactor × max_header_bytes;
+// the requests that go on to the router stay within max_header_bytes.
+const (
+	h2HeaderFactor = 4
+	h2HeaderSlack  = 10 * 32 // x/net's adjustHTTP1MaxHeaderSize
+)
+
 // h2Front serves HTTP/2 connections (h2c with prior knowledge, or h2
 // over TLS after ALPN) with golang.org/x/net/http2, each behind an
 // h2guard.Conn that enforces what x/net does not (header block timeout,
@@ -36,17 +53,22 @@ type h2Front struct {
 	guard h2guard.Config
 	// readHeader and idle are the live listen settings it was made with.
 	readHeader, idle time.Duration
+	name             string
+	refused          func(httpmsg.Refusal) // nil: refusals are not reported
 }
 
-func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Front, error) {
+func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused func(httpmsg.Refusal)) (*h2Front, error) {
 	lim := cfg.H2
-	f := &h2Front{readHeader: cfg.ReadHeaderTimeout, idle: cfg.IdleTimeout,
+	f := &h2Front{readHeader: cfg.ReadHeaderTimeout, idle: cfg.IdleTimeout, name: cfg.Name, refused: refused,
 		base: &http.Server{
-			Handler:           stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lim.StreamStallTimeout}),
+			Handler: stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lim.StreamStallTimeout,
+				MaxHeaderBytes: cfg.MaxHeaderBytes + h2HeaderSlack, Listener: cfg.Name, Refused: refused}),
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			IdleTimeout:       cfg.IdleTimeout,
-			MaxHeaderBytes:    cfg.MaxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			// x/net's list and string limit, and its
+			// SETTINGS_MAX_HEADER_LIST_SIZE (see h2HeaderFactor).
+			MaxHeaderBytes: h2HeaderFactor*cfg.MaxHeaderBytes + h2HeaderSlack,
+			ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 		srv: &http2.Server{
 			MaxConcurrentStreams: uint32(lim.MaxConcurrentStreams),
@@ -59,10 +81,12 @@ func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Fron
 		guard: h2guard.Config{
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			MaxFrameSize:      uint32(lim.MaxFrameSize),
-			// x/net accepts a header list up to MaxHeaderBytes plus its
-			// own slack; the guard's bound is looser than that.
-			MaxHeaderBytes: cfg.MaxHeaderBytes + 4096,
+			// Below x/net's, so that the guard trips first and reports.
+			MaxHeaderBytes: h2HeaderFactor * cfg.MaxHeaderBytes,
 		},
+	}
+	if refused != nil {
+		f.guard.Report = f.reportViolation
 	}
 	if err := http2.ConfigureServer(f.base, f.srv); err != nil {
 		return nil, err
@@ -75,7 +99,17 @@ func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Fron
 // chose h2; either way the client's frames pass the guard.
 func (f *h2Front) serve(c net.Conn) {
 	g := h2guard.New(c, f.guard)
-	f.srv.ServeConn(g, &http2.ServeConnOpts{BaseConfig: f.base, Handler: f.base.Handler})
+	srv := f.srv
+	if f.refused != nil {
+		// x/net reads CountError when a connection starts, and tells it
+		// nothing of the connection: a copy per connection names the
+		// client. The copy shares x/net's shutdown state (a pointer set by
+		// ConfigureServer), so Shutdown still reaches it.
+		cs := *f.srv
+		cs.CountError = func(errType string) { f.reportCountError(c.RemoteAddr(), errType) }
+		srv = &cs
+	}
+	srv.ServeConn(g, &http2.ServeConnOpts{BaseConfig: f.base, Handler: f.base.Handler})
 }
 
 // shutdown sends GOAWAY on every connection (the h2 server's graceful
@@ -87,15 +121,16 @@ func (f *h2Front) shutdown(ctx context.Context) { _ = f.base.Shutdown(ctx) }
 // (x/net's servers take their settings when made). Earlier fronts keep
 // serving their connections and are shut down with the listener.
 type h2Fronts struct {
-	cur atomic.Pointer[h2Front]
-	h   httpmsg.Handler
-	log *slog.Logger
-	mu  sync.Mutex
-	all []*h2Front // every front made, for shutdown
+	cur     atomic.Pointer[h2Front]
+	h       httpmsg.Handler
+	log     *slog.Logger
+	refused func(httpmsg.Refusal)
+	mu      sync.Mutex
+	all     []*h2Front // every front made, for shutdown
 }
 
-func newH2Fronts(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger) (*h2Fronts, error) {
-	fs := &h2Fronts{h: h, log: log}
+func newH2Fronts(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused func(httpmsg.Refusal)) (*h2Fronts, error) {
+	fs := &h2Fronts{h: h, log: log, refused: refused}
 	if err := fs.update(cfg); err != nil {
 		return nil, err
 	}
@@ -113,7 +148,7 @@ func (fs *h2Fronts) update(cfg conf.Listener) error {
 	if f := fs.cur.Load(); f != nil && f.readHeader == cfg.ReadHeaderTimeout && f.idle == cfg.IdleTimeout {
 		return nil
 	}
-	f, err := newH2Front(cfg, fs.h, fs.log)
+	f, err := newH2Front(cfg, fs.h, fs.log, fs.refused)
 	if err != nil {
 		return err
 	}

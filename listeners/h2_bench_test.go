@@ -27,7 +27,7 @@ func BenchmarkH2Guard(b *testing.B) {
 				w.WriteHead(200, nil, 2)
 				w.Write([]byte("ok"))
 			})
-			f, err := newH2Front(testConfig(), h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			f, err := newH2Front(testConfig(), h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

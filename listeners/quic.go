@@ -26,12 +26,23 @@ func ServesH3(lc conf.Listener) bool {
 
 // ListenQUIC binds lc's QUIC listener, serving h; tc is its TLS
 // configuration (certificates, ALPN h3). Its Warnings name socket buffers
-// the kernel capped.
-func ListenQUIC(lc conf.Listener, tc *tls.Config, h httpmsg.Handler, log *slog.Logger) (*h3.Server, error) {
+// the kernel capped. refused, when set, is told of the requests the
+// adapter refuses (Options.Refused).
+//
+// max_header_bytes is enforced by the adapter, which answers 431 and
+// reports it; quic-go gets h2HeaderFactor times more (its
+// SETTINGS_MAX_FIELD_SECTION_SIZE too), because past its own limit it
+// answers 431 itself and the handler never sees the request. Past that,
+// and for the requests quic-go resets as malformed (H3_MESSAGE_ERROR:
+// a missing :path, userinfo in :authority, a bad field) or as undecodable
+// (QPACK_DECOMPRESSION_FAILED), quic-go v0.65 gives no hook: those are
+// not reported.
+func ListenQUIC(lc conf.Listener, tc *tls.Config, h httpmsg.Handler, log *slog.Logger, refused func(httpmsg.Refusal)) (*h3.Server, error) {
 	q := lc.QUIC
 	s, err := h3.Listen(h3.Options{
-		Addr:               lc.Addr,
-		Handler:            stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lc.H2.StreamStallTimeout}),
+		Addr: lc.Addr,
+		Handler: stdhttp.HandlerWith(h, stdhttp.Options{StallTimeout: lc.H2.StreamStallTimeout,
+			MaxHeaderBytes: lc.MaxHeaderBytes, Listener: lc.Name, Refused: refused}),
 		TLS:                tc,
 		IdleTimeout:        q.IdleTimeout,
 		MaxIncomingStreams: int64(q.MaxIncomingStreams),
@@ -41,7 +52,7 @@ func ListenQUIC(lc conf.Listener, tc *tls.Config, h httpmsg.Handler, log *slog.L
 		RecvBuffer:         q.UDPRecvBuffer,
 		SendBuffer:         q.UDPSendBuffer,
 		MaxConnsPerSource:  q.MaxConnsPerSource,
-		MaxHeaderBytes:     lc.MaxHeaderBytes,
+		MaxHeaderBytes:     h2HeaderFactor * lc.MaxHeaderBytes,
 		Log:                log.With("listener", lc.Name),
 	})
 	if err != nil {

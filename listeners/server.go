@@ -54,7 +54,10 @@ type Options struct {
 	// matches on is built from h by the caller.
 	Passthrough func(ctx context.Context, h *sniff.Hello, client, local netip.AddrPort) (net.Conn, error)
 	// Refused, when non-nil, is told of every request the listener
-	// answers itself before the handler (http1.Config.Refused).
+	// answers itself before the handler (http1.Config.Refused), every
+	// HTTP/2 stream or connection error the client caused, and every
+	// connection refused before HTTP (PROXY header, TLS). It runs on the
+	// connection's goroutine and must be quick (count, log).
 	Refused func(httpmsg.Refusal)
 }
 
@@ -91,7 +94,7 @@ func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Option
 		Shutting: func() bool { return s.eng != nil && s.eng.Shutting() },
 	}
 	if p.h2c || p.h2 {
-		f, err := newH2Fronts(cfg, h, log)
+		f, err := newH2Fronts(cfg, h, log, o.Refused)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 		}

@@ -34,7 +34,7 @@ func (l *refusalLog) take(now time.Time) (bool, int64) {
 	return true, l.suppressed.Swap(0)
 }
 
-// Refused records a request a listener answered itself
+// Refused records a request or connection a listener refused itself
 // (listeners.Options.Refused): one access-log line with its reason (at
 // most maxRefusalLines a second; the next line written says how many were
 // left out) and one count in edgeway_requests_refused_total. A refusal is
@@ -54,15 +54,25 @@ func (r *Router) Refused(ref httpmsg.Refusal) {
 	if !ok {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("listener", ref.Listener),
-		slog.String("protocol", ref.Protocol),
-		slog.String("client", ref.Remote.String()),
-		slog.Int("status", ref.Status),
-		slog.String("reason", ref.Reason),
+	r.access.LogAttrs(ctx, slog.LevelInfo, "refused", refusalAttrs(ref, suppressed)...)
+}
+
+// refusalAttrs are a refusal line's fields. status is left out when none
+// was sent (Status 0: a connection refused before HTTP, a reset
+// stream), so that no line claims a status the client never saw; client
+// is left out when unknown.
+func refusalAttrs(ref httpmsg.Refusal, suppressed int64) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs, slog.String("listener", ref.Listener), slog.String("protocol", ref.Protocol))
+	if ref.Remote.IsValid() {
+		attrs = append(attrs, slog.String("client", ref.Remote.String()))
 	}
+	if ref.Status != 0 {
+		attrs = append(attrs, slog.Int("status", ref.Status))
+	}
+	attrs = append(attrs, slog.String("reason", ref.Reason))
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int64("suppressed", suppressed))
 	}
-	r.access.LogAttrs(ctx, slog.LevelInfo, "refused", attrs...)
+	return attrs
 }

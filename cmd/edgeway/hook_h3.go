@@ -45,7 +45,7 @@ func (d *daemon) bindH3(lc conf.Listener, h httpmsg.Handler) error {
 	if err != nil {
 		return err
 	}
-	s, err := listeners.ListenQUIC(lc, tc, h, d.log)
+	s, err := listeners.ListenQUIC(lc, tc, h, d.log, d.router.Refused)
 	if err != nil {
 		return err
 	}

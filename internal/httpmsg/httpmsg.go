@@ -321,22 +321,68 @@ type TunnelReporter interface {
 	TunnelEnded(TunnelEnd)
 }
 
-// Refusal is a request a listener answered itself, before any handler
-// saw it: a head that does not parse, is too large, smuggles, names a
-// bad Host or an unsupported version.
+// Refusal is a request (or, with Status 0, a connection) a listener
+// answered itself, before any handler saw it: a head that does not
+// parse, is too large, smuggles, names a bad Host or an unsupported
+// version; an HTTP/2 or HTTP/3 stream or connection error the client
+// caused; a PROXY header or TLS handshake that failed.
 type Refusal struct {
 	Listener string
-	// Protocol is "HTTP/1.1" (or "HTTP/1.0"), "h2" or "h3"; "HTTP/1" when
-	// the request line did not parse.
+	// Protocol is "HTTP/1.0", "HTTP/1.1", "HTTP/2" or "HTTP/3"
+	// (Request.Protocol), "HTTP/1" when the request line did not parse,
+	// or the stage of a connection refused before HTTP: ProtoProxy or
+	// ProtoTLS.
 	Protocol string
-	// Status is the status answered (400, 414, 431, 505, ...).
+	// Status is the status answered (400, 414, 431, 505, ...); 0 when
+	// none could be: the connection or stream was closed or reset.
 	Status int
-	// Reason is machine-readable and from a fixed set (invalid_host,
-	// content_length_with_transfer_encoding, head_too_large, ...), so it
+	// Reason is machine-readable and from a fixed set (an HTTP/1 parser
+	// reason through ReasonCode, or one of the Reason constants), so it
 	// may label a metric.
 	Reason string
 	Remote netip.AddrPort
 }
+
+// The Protocol of a connection refused before HTTP.
+const (
+	ProtoProxy = "proxy" // the PROXY protocol stage
+	ProtoTLS   = "tls"   // the ClientHello and handshake
+)
+
+// Refusal reasons besides the HTTP/1 parser's (internal/http1's reason
+// texts through ReasonCode, such as invalid_host or
+// both_content_length_and_transfer_encoding). The set is fixed: these
+// label edgeway_requests_refused_total.
+const (
+	// HTTP/2 and HTTP/3 requests (a status is sent).
+	ReasonHeadTooLarge         = "request_head_too_large" // 431, as HTTP/1's
+	ReasonInvalidHost          = "invalid_host"           // 400, as HTTP/1's
+	ReasonInvalidMethod        = "invalid_method"         // 400, as HTTP/1's
+	ReasonInvalidContentLength = "invalid_content_length" // 400, as HTTP/1's
+
+	// HTTP/2 stream and connection errors the client caused (RST_STREAM
+	// or GOAWAY: no status).
+	ReasonMalformedRequest  = "malformed_request"          // invalid fields or pseudo-header fields (PROTOCOL_ERROR)
+	ReasonConnectionHeader  = "connection_specific_header" // Connection, Upgrade, TE other than trailers... (RFC 9113 §8.2.2)
+	ReasonProtocolError     = "protocol_error"             // frames out of order or malformed
+	ReasonFlowControl       = "flow_control_error"         // more data than the window allowed
+	ReasonCompressionError  = "compression_error"          // an HPACK block that does not decode
+	ReasonFrameTooLarge     = "frame_too_large"            // over SETTINGS_MAX_FRAME_SIZE
+	ReasonTooManyStreams    = "too_many_streams"           // over SETTINGS_MAX_CONCURRENT_STREAMS
+	ReasonHeaderTimeout     = "header_timeout"             // a header block not finished within read_header_timeout
+	ReasonContinuationFlood = "continuation_flood"         // too many CONTINUATION frames
+	ReasonControlFrameFlood = "control_frame_flood"        // SETTINGS, PING, RST_STREAM... floods
+	ReasonRapidReset        = "rapid_reset"                // streams reset as fast as opened (CVE-2023-44487)
+
+	// Connections refused before HTTP (no status, or the plain-text 400
+	// of not_tls).
+	ReasonProxyUntrustedPeer = "proxy_untrusted_peer" // a peer outside proxy_protocol trusted
+	ReasonProxyHeaderInvalid = "proxy_header_invalid" // a missing, broken or late PROXY header
+	ReasonNotTLS             = "not_tls"              // plain text on a TLS port (answered 400)
+	ReasonTLSHandshakeFailed = "tls_handshake_failed" // a broken ClientHello, a failed or timed-out handshake
+	ReasonNoCommonProtocol   = "no_common_protocol"   // ALPN chose no protocol the listener serves
+	ReasonNotHTTP            = "not_http"             // neither HTTP/1 nor the HTTP/2 preface, on an h2c port (closed)
+)
 
 // ReasonCode turns a parser's reason text ("invalid Host") into a
 // Refusal.Reason ("invalid_host"): lower case, each run of other bytes

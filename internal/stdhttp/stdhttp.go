@@ -33,17 +33,34 @@ type Options struct {
 	// its flow-control window) and fails a request body read that gets
 	// no bytes for this long. Zero: no bound beyond the server's own.
 	StallTimeout time.Duration
+	// MaxHeaderBytes caps an HTTP/2 or HTTP/3 request's header list,
+	// counted as RFC 9113 §6.5.2 and RFC 9114 §4.2.2 count it (each
+	// field's name and value plus 32 bytes, pseudo-header fields
+	// included); a larger request gets 431 on its stream, and its
+	// connection is kept. The server in front must accept larger lists
+	// than this (x/net and quic-go answer 431 themselves, unseen, past
+	// their own limit). Zero: no limit here.
+	MaxHeaderBytes int
+	// Listener names the listener in the Refusals.
+	Listener string
+	// Refused, when set, is told of each HTTP/2 or HTTP/3 request the
+	// adapter answers itself (400 for a malformed request, 431); it runs
+	// on the request's goroutine and must be quick.
+	Refused func(httpmsg.Refusal)
 }
 
 // HandlerWith is Handler with options.
 func HandlerWith(h httpmsg.Handler, o Options) http.Handler {
-	return &adapter{h: h, stall: o.StallTimeout}
+	return &adapter{h: h, stall: o.StallTimeout, maxHeader: o.MaxHeaderBytes, listener: o.Listener, refused: o.Refused}
 }
 
 type adapter struct {
-	h     httpmsg.Handler
-	stall time.Duration
-	pool  sync.Pool // *state
+	h         httpmsg.Handler
+	stall     time.Duration
+	maxHeader int
+	listener  string
+	refused   func(httpmsg.Refusal)
+	pool      sync.Pool // *state
 }
 
 // state is one request's adapted form, pooled. The pool holds what only
@@ -56,11 +73,11 @@ type state struct {
 }
 
 func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor >= 2 && !validH2(r) {
-		// A malformed request (RFC 9113 §8.1.1): the client's mistake,
-		// answered before anything is forwarded.
-		http.Error(w, "Bad Request", http.StatusBadRequest)
-		return
+	if r.ProtoMajor >= 2 {
+		if status, reason := a.check(r); status != 0 {
+			a.refuse(w, r, status, reason)
+			return
+		}
 	}
 	st, _ := a.pool.Get().(*state)
 	if st == nil {
@@ -95,6 +112,52 @@ func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if aborted {
 		panic(http.ErrAbortHandler) // net/http closes the connection or resets the stream
 	}
+}
+
+// check applies to an HTTP/2 or HTTP/3 request what the server in front
+// leaves to the application: the header list limit, then validH2. It
+// returns the status and reason of a refusal, or 0.
+func (a *adapter) check(r *http.Request) (int, string) {
+	if a.maxHeader > 0 && headerListSize(r) > a.maxHeader {
+		return http.StatusRequestHeaderFieldsTooLarge, httpmsg.ReasonHeadTooLarge
+	}
+	if reason := validH2(r); reason != "" {
+		// A malformed request (RFC 9113 §8.1.1): the client's mistake,
+		// answered before anything is forwarded.
+		return http.StatusBadRequest, reason
+	}
+	return 0, ""
+}
+
+// refuse answers a request the adapter refused and reports it.
+func (a *adapter) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
+	if a.refused != nil {
+		remote, _ := netip.ParseAddrPort(r.RemoteAddr)
+		proto := "HTTP/2"
+		if r.ProtoMajor == 3 {
+			proto = "HTTP/3"
+		}
+		a.refused(httpmsg.Refusal{Listener: a.listener, Protocol: proto, Status: status, Reason: reason, Remote: remote})
+	}
+	http.Error(w, http.StatusText(status), status)
+}
+
+// headerListSize is r's header list size as HTTP/2 and HTTP/3 count it
+// (RFC 9113 §6.5.2): every field's name and value and 32 bytes, the
+// pseudo-header fields included. It reads the map the server built, so
+// Cookie fields the server joined count once, and :scheme as https: a
+// little off the wire's count, by far less than the slack servers allow.
+func headerListSize(r *http.Request) int {
+	const overhead = 32
+	// :scheme is not kept in r; it is counted as https, the longer.
+	n := len(":method") + len(r.Method) + len(":path") + len(r.RequestURI) +
+		len(":authority") + len(r.Host) + len(":scheme") + len("https") + 4*overhead
+	for k, vv := range r.Header {
+		for _, v := range vv {
+			n += len(k) + len(v) + overhead
+		}
+	}
+	return n
 }
 
 // serve runs the handler. A panic ends only this request: it is reported

@@ -21,6 +21,11 @@
 //   - More than MaxContinuations CONTINUATION frames in one block, or a
 //     block over twice MaxHeaderBytes: ENHANCE_YOUR_CALM (CVE-2024-27316
 //     style floods of empty CONTINUATION frames).
+//   - A header list that decodes to more than MaxHeaderBytes (RFC 9113
+//     §6.5.2's count), or a string longer: ENHANCE_YOUR_CALM. Set below
+//     the server's limit, so that x/net neither ends the connection with
+//     COMPRESSION_ERROR nor answers 431 where the application cannot see
+//     it; the listener enforces its own, smaller limit with a 431.
 //   - More than MaxControlPerSecond SETTINGS, PING, RST_STREAM, PRIORITY,
 //     empty DATA and unknown frames in a second: ENHANCE_YOUR_CALM
 //     (SETTINGS and PING floods, and rapid reset, CVE-2023-44487, where
@@ -42,6 +47,9 @@
 //     order. The guard rewrites the earlier duplicates in place into
 //     unknown identifiers, which the server ignores, so the last value
 //     wins as the RFC says.
+//
+// Each violation has a Kind from a fixed set, and Config.Report is told
+// of it, so that the listener counts and logs it as a refusal.
 //
 // On a violation Read returns only the bytes before the offending frame,
 // so the server never acts on it. The GOAWAY is written only at a frame

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 )
 
@@ -21,8 +22,11 @@ type Config struct {
 	// MaxFrameSize is the largest frame payload the server accepts (its
 	// SETTINGS_MAX_FRAME_SIZE). Default 16384.
 	MaxFrameSize uint32
-	// MaxHeaderBytes bounds a header block's encoded size, all its frames
-	// together, at twice this (x/net's own cut-off). Default 1 MiB.
+	// MaxHeaderBytes bounds a header block's decoded list size (RFC 9113
+	// §6.5.2: each field's name and value plus 32 bytes), each of its
+	// strings, and its encoded size, all its frames together, at twice
+	// this. Set it below the server's own limits, so that the guard, which
+	// reports, trips first. Default 1 MiB.
 	MaxHeaderBytes int
 	// MaxContinuations caps the CONTINUATION frames of one header block.
 	// Default: what MaxHeaderBytes needs at 1 KiB a frame, plus 8.
@@ -34,6 +38,10 @@ type Config struct {
 	// HeaderTableSize is the server's HPACK dynamic table limit
 	// (SETTINGS_HEADER_TABLE_SIZE it advertises). Default 4096, x/net's.
 	HeaderTableSize uint32
+	// Report, when set, is told of every violation that ends a
+	// connection (once per connection), with the connection's remote
+	// address, on the connection's read goroutine; it must be quick.
+	Report func(remote net.Addr, v *Violation)
 }
 
 func (c Config) withDefaults() Config {
@@ -98,8 +106,11 @@ const goAwayWait = 500 * time.Millisecond
 // Violation is the error Read returns once the guard ended the
 // connection; Code is the GOAWAY's error code.
 type Violation struct {
-	Code   uint32
-	Reason string
+	Code uint32
+	// Kind is machine-readable, one of a fixed set (an httpmsg.Reason
+	// constant), for logs and metrics.
+	Kind   string
+	Reason string // for a person; may carry a decoder's error text
 }
 
 func (v *Violation) Error() string { return "h2guard: " + v.Reason }
@@ -167,7 +178,7 @@ func (t *tlsConn) ConnectionState() tls.ConnectionState { return t.cs.Connection
 func (g *Conn) Read(p []byte) (int, error) {
 	n, err := g.Conn.Read(p)
 	if err != nil && g.in.blockOpen && isTimeout(err) {
-		v := &Violation{Code: codeCalm, Reason: "header block not finished within the read header timeout"}
+		v := &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeaderTimeout, Reason: "header block not finished within the read header timeout"}
 		g.end(v)
 		return n, v
 	}
@@ -235,6 +246,9 @@ func (g *Conn) Close() error {
 // with the frame's rest still in its buffer.
 func (g *Conn) end(v *Violation) {
 	g.closer.Do(func() {
+		if g.cfg.Report != nil {
+			g.cfg.Report(g.Conn.RemoteAddr(), v)
+		}
 		// A Write blocked on a client that does not read would hold mu
 		// forever: the deadline ends it.
 		_ = g.Conn.SetWriteDeadline(time.Now().Add(lingerTime))

@@ -1,9 +1,12 @@
 package h2guard
 
 import (
+	"errors"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // input parses the client's frames as they are read: the 9-byte headers
@@ -29,6 +32,7 @@ type input struct {
 	blockStream uint32
 	conts       int
 	blockBytes  int
+	listBytes   int  // decoded size, as RFC 9113 §6.5.2 counts it
 	deadline    bool // the read deadline is armed for it
 
 	lastStream uint32 // highest stream a header block opened
@@ -106,23 +110,26 @@ func (in *input) header() *Violation {
 	in.stream = (uint32(h[5])<<24 | uint32(h[6])<<16 | uint32(h[7])<<8 | uint32(h[8])) & 0x7fffffff
 	in.off = 0
 	if in.length > in.g.cfg.MaxFrameSize {
-		return &Violation{Code: codeFrameSize, Reason: "frame larger than SETTINGS_MAX_FRAME_SIZE"}
+		return &Violation{Code: codeFrameSize, Kind: httpmsg.ReasonFrameTooLarge, Reason: "frame larger than SETTINGS_MAX_FRAME_SIZE"}
 	}
 	if in.blockOpen && (in.typ != frameContinuation || in.stream != in.blockStream) {
-		return &Violation{Code: codeProtocol, Reason: "frame inside a header block"}
+		return &Violation{Code: codeProtocol, Kind: httpmsg.ReasonProtocolError, Reason: "frame inside a header block"}
 	}
 	switch in.typ {
 	case frameHeaders:
 		return in.openBlock()
 	case frameContinuation:
 		if !in.blockOpen {
-			return &Violation{Code: codeProtocol, Reason: "CONTINUATION outside a header block"}
+			return &Violation{Code: codeProtocol, Kind: httpmsg.ReasonProtocolError, Reason: "CONTINUATION outside a header block"}
 		}
 		in.conts++
 		in.blockBytes += int(in.length)
 		in.fragStart, in.fragEnd = 0, in.length
-		if in.conts > in.g.cfg.MaxContinuations || in.blockBytes > 2*in.g.cfg.MaxHeaderBytes {
-			return &Violation{Code: codeCalm, Reason: "header block in too many CONTINUATION frames"}
+		if in.conts > in.g.cfg.MaxContinuations {
+			return &Violation{Code: codeCalm, Kind: httpmsg.ReasonContinuationFlood, Reason: "header block in too many CONTINUATION frames"}
+		}
+		if in.blockBytes > 2*in.g.cfg.MaxHeaderBytes {
+			return &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeadTooLarge, Reason: "header block too large"}
 		}
 	case frameSettings, framePing:
 		if in.flags&flagAck == 0 {
@@ -146,7 +153,7 @@ func (in *input) openBlock() *Violation {
 	if in.stream > in.lastStream {
 		in.lastStream = in.stream
 	}
-	in.blockOpen, in.blockStream, in.conts, in.blockBytes = true, in.stream, 0, int(in.length)
+	in.blockOpen, in.blockStream, in.conts, in.blockBytes, in.listBytes = true, in.stream, 0, int(in.length), 0
 	in.fragStart, in.fragEnd = 0, in.length
 	if in.flags&flagPriority != 0 {
 		in.fragStart += 5
@@ -155,7 +162,7 @@ func (in *input) openBlock() *Violation {
 		in.fragStart++ // fragEnd is known once the pad length is read
 	}
 	if in.fragStart > in.length {
-		return &Violation{Code: codeProtocol, Reason: "HEADERS frame too short for its flags"}
+		return &Violation{Code: codeProtocol, Kind: httpmsg.ReasonProtocolError, Reason: "HEADERS frame too short for its flags"}
 	}
 	if in.dec == nil {
 		in.dec = newDecoder(in.g.cfg, in.check)
@@ -170,7 +177,7 @@ func (in *input) fragment(b []byte) *Violation {
 	if in.typ == frameHeaders && in.flags&flagPadded != 0 && off == 0 && len(b) > 0 {
 		pad := uint32(b[0])
 		if pad > in.length-in.fragStart {
-			return &Violation{Code: codeProtocol, Reason: "padding longer than the HEADERS frame"}
+			return &Violation{Code: codeProtocol, Kind: httpmsg.ReasonProtocolError, Reason: "padding longer than the HEADERS frame"}
 		}
 		in.fragEnd = in.length - pad
 	}
@@ -179,7 +186,7 @@ func (in *input) fragment(b []byte) *Violation {
 		return nil
 	}
 	if _, err := in.dec.Write(b[lo-off : hi-off]); err != nil {
-		return &Violation{Code: codeCompression, Reason: "header block: " + err.Error()}
+		return decodeViolation(err)
 	}
 	return in.bad
 }
@@ -196,9 +203,20 @@ func (in *input) frameEnd() *Violation {
 		_ = in.g.Conn.SetReadDeadline(time.Time{})
 	}
 	if err := in.dec.Close(); err != nil {
-		return &Violation{Code: codeCompression, Reason: "header block: " + err.Error()}
+		return decodeViolation(err)
 	}
 	return in.bad
+}
+
+// decodeViolation is the violation of a header block the mirror decoder
+// refused: a string over MaxHeaderBytes is a block too large (the
+// client's fields, not its compression, are at fault), anything else a
+// COMPRESSION_ERROR.
+func decodeViolation(err error) *Violation {
+	if errors.Is(err, hpack.ErrStringLength) {
+		return &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeadTooLarge, Reason: "header field longer than the header list limit"}
+	}
+	return &Violation{Code: codeCompression, Kind: httpmsg.ReasonCompressionError, Reason: "header block: " + err.Error()}
 }
 
 // control counts a control frame against the per-second limit. A window
@@ -216,7 +234,7 @@ func (in *input) control() *Violation {
 	}
 	now := time.Now()
 	if now.Sub(in.ctlStart) < time.Second {
-		return &Violation{Code: codeCalm, Reason: "control frame flood"}
+		return &Violation{Code: codeCalm, Kind: httpmsg.ReasonControlFrameFlood, Reason: "control frame flood"}
 	}
 	in.ctl, in.ctlStart = 1, now
 	return nil
@@ -228,12 +246,19 @@ func (in *input) check(f hpack.HeaderField) {
 	if in.bad != nil {
 		return
 	}
+	if in.listBytes += len(f.Name) + len(f.Value) + 32; in.listBytes > in.g.cfg.MaxHeaderBytes {
+		// Past the server's own limit x/net would answer 431 itself,
+		// unseen by edgeway, or end the connection: the guard ends it
+		// first, and reports it.
+		in.bad = &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeadTooLarge, Reason: "header list larger than the limit"}
+		return
+	}
 	switch f.Name {
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-		in.bad = &Violation{Code: codeProtocol, Reason: "connection-specific header field " + f.Name}
+		in.bad = &Violation{Code: codeProtocol, Kind: httpmsg.ReasonConnectionHeader, Reason: "connection-specific header field " + f.Name}
 	case "te":
 		if f.Value != "trailers" {
-			in.bad = &Violation{Code: codeProtocol, Reason: "te other than trailers"}
+			in.bad = &Violation{Code: codeProtocol, Kind: httpmsg.ReasonConnectionHeader, Reason: "te other than trailers"}
 		}
 	}
 }

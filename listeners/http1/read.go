@@ -94,6 +94,9 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 		// RFC 9113 §3.4 says to end the connection; an HTTP/1 answer
 		// would only be read as a malformed frame.
 		x.s.log.Debug("refused connection", "remote", x.remote, "reason", "neither HTTP/1 nor the HTTP/2 preface")
+		if f := x.s.cfg.Refused; f != nil {
+			f(httpmsg.Refusal{Listener: x.s.cfg.Name, Protocol: x.req.Protocol(), Reason: httpmsg.ReasonNotHTTP, Remote: x.remote})
+		}
 		return leave, engine.Close
 	}
 	status, reason := http.StatusBadRequest, err.Error()
