@@ -2,8 +2,10 @@ package router
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,5 +81,46 @@ func TestLineSampler(t *testing.T) {
 		if !s.keep(404, 0) || !s.keep(499, 0) || !s.keep(200, time.Second) {
 			t.Errorf("leave out %v: an error or a slow request was left out", tc.leaveOut)
 		}
+	}
+}
+
+// TestAccessLogUpstreamConnect: upstream_connect is the time a new
+// upstream connection took, and 0 exactly when a pooled one was reused
+// (as the upstream's count of accepted connections tells).
+func TestAccessLogUpstreamConnect(t *testing.T) {
+	t.Parallel()
+	access := &logSink{}
+	var conns atomic.Int32
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("a", []string{addr(up)})},
+		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "a")},
+	}
+	_, fe := front(t, cfg, Options{AccessLog: slog.New(access)})
+	reused := 0
+	for i := range 5 {
+		before := conns.Load()
+		access.reset()
+		do(t, nil, newReq(t, "GET", fe.URL+"/"))
+		testutil.WaitFor(t, "access log line", func() bool { _, _, ok := access.find("request"); return ok })
+		got, _, _ := access.find("request")
+		dialed := conns.Load() > before
+		if connect := got["upstream_connect"]; dialed == (connect == "0") {
+			t.Errorf("request %d: upstream_connect %q with a new upstream connection: %v", i, connect, dialed)
+		}
+		if !dialed {
+			reused++
+		}
+	}
+	if reused == 0 {
+		t.Error("no request reused the pooled upstream connection")
 	}
 }
