@@ -57,12 +57,13 @@ func (r *Router) logAccess(x *exchange, d time.Duration) {
 	if x.server != nil {
 		server = x.server.Addr
 	}
-	// Lifetime: query, user_agent and sni view the request; the handler
-	// writes the line before LogAttrs returns.
+	// Lifetime: query, user_agent and sni view the request, client the
+	// exchange's logBuf; the handler writes the line before LogAttrs
+	// returns.
 	a := [...]slog.Attr{
 		slog.String("listener", x.l.name),
 		slog.String("protocol", x.in.Protocol()),
-		slog.String("client", x.in.RemoteAddr.String()),
+		slog.String("client", bytesString(x.in.RemoteAddr.AppendTo(x.logBuf[:0]))),
 		slog.String("method", x.in.Method),
 		slog.String("host", x.in.Host),
 		slog.String("path", x.origPath),

@@ -25,6 +25,7 @@ type exchange struct {
 	wd       watchdog
 	cancel   httpclient.Canceler // aborts the upstream exchange (idle watchdog)
 	cancelFn func(error)         // cancel.Cancel, bound once
+	logBuf   [64]byte            // the access log's client address text
 	requestState
 }
 
