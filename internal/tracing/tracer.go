@@ -37,14 +37,14 @@ type Options struct {
 	// span is dropped and counted. Zero is DefaultQueueSize.
 	QueueSize int
 	// BatchTimeout is the longest a span waits for its batch to fill
-	// before it is sent. Zero is DefaultBatchTimeout.
+	// before it is sent. Zero is the SDK's default: the environment's
+	// OTEL_BSP_SCHEDULE_DELAY (milliseconds), else 5 s.
 	BatchTimeout time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultQueueSize    = 2048
-	DefaultBatchTimeout = 5 * time.Second
+	DefaultQueueSize = 2048
 	// maxBatch is the most spans one export request carries.
 	maxBatch = 512
 	// exportTimeout bounds one export, retries included.
@@ -101,13 +101,12 @@ func New(o Options) (*Tracer, error) {
 			return nil, fmt.Errorf("creating the OTLP exporter: %w", err)
 		}
 	}
-	batch := o.BatchTimeout
-	if batch <= 0 {
-		batch = DefaultBatchTimeout
+	bspOpts := []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxQueueSize(int(t.limit)),
+		sdktrace.WithMaxExportBatchSize(min(maxBatch, int(t.limit))), sdktrace.WithExportTimeout(exportTimeout)}
+	if o.BatchTimeout > 0 {
+		bspOpts = append(bspOpts, sdktrace.WithBatchTimeout(o.BatchTimeout))
 	}
-	bsp := sdktrace.NewBatchSpanProcessor(&countingExporter{next: exp, t: t},
-		sdktrace.WithMaxQueueSize(int(t.limit)), sdktrace.WithMaxExportBatchSize(min(maxBatch, int(t.limit))),
-		sdktrace.WithBatchTimeout(batch), sdktrace.WithExportTimeout(exportTimeout))
+	bsp := sdktrace.NewBatchSpanProcessor(&countingExporter{next: exp, t: t}, bspOpts...)
 	var attrs []attribute.KeyValue
 	if o.ServiceName != "" {
 		attrs = append(attrs, attribute.String("service.name", o.ServiceName))
