@@ -139,7 +139,10 @@ func (x *exchange) endSpan() {
 		attrs = append(attrs, attribute.Int("http.response.status_code", status))
 	}
 	if x.rt != nil {
-		attrs = append(attrs, attribute.String("edgeway.route", x.rt.name), attribute.String("edgeway.upstream", x.rt.upstream))
+		attrs = append(attrs, attribute.String("edgeway.route", x.rt.name))
+		if x.rt.upstream != "" {
+			attrs = append(attrs, attribute.String("edgeway.upstream", x.rt.upstream))
+		}
 	}
 	if x.server != nil {
 		attrs = append(attrs, attribute.String("edgeway.server", x.server.Addr))

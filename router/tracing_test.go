@@ -269,3 +269,50 @@ func TestTracingNotSampledAllocs(t *testing.T) {
 }
 
 var _ sdktrace.SpanExporter = (*tracetest.InMemoryExporter)(nil)
+
+// TestTracingAnsweredRoute: a request the route answers itself (no
+// upstream) gets a span too, with its route and no server or tries; the
+// protocol version is the request's (HTTP/3 here, as the h3 front end
+// fills it).
+func TestTracingAnsweredRoute(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := tracing.New(tracing.Options{Sample: 1, Exporter: exp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	cfg := &conf.Config{Listeners: []conf.Listener{testListener()},
+		Routes: []conf.Route{testRoute(t, "r", "PathPrefix(`/`)", "", conf.Middleware{Kind: conf.Respond, Code: 204})}}
+	rt := New(Options{Tracer: tr})
+	if err := rt.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	req := &httpmsg.Request{Method: "PURGE", Target: "/a?secret=1", Host: "[2001:db8::1]:8443", ProtoMajor: 3, TLS: true}
+	rt.Proxy("web").ServeProxy(&recorder{}, req) // the span ends before ServeProxy returns
+	if err := tr.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ss := exp.GetSpans()
+	if len(ss) != 1 {
+		t.Fatalf("%d spans", len(ss))
+	}
+	a := attrs(ss[0])
+	want := map[attribute.Key]string{"network.protocol.version": "3", "url.scheme": "https", "url.path": "/a",
+		"server.address": "2001:db8::1", "server.port": "8443", "http.request.method": "_OTHER",
+		"http.request.method_original": "PURGE", "http.response.status_code": "204", "edgeway.route": "r"}
+	for k, v := range want {
+		if a[k].Emit() != v {
+			t.Errorf("%s = %q, want %q", k, a[k].Emit(), v)
+		}
+	}
+	for _, k := range []attribute.Key{"edgeway.upstream", "edgeway.server", "edgeway.tries"} {
+		if _, ok := a[k]; ok {
+			t.Errorf("%s set on an answered route: %q", k, a[k].Emit())
+		}
+	}
+	if ss[0].Name != "HTTP" {
+		t.Errorf("name %q, want HTTP", ss[0].Name)
+	}
+}
