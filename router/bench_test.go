@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/tracing"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // discardWriter is a minimal ResponseWriter so the benchmark measures the
