@@ -5,7 +5,8 @@
 // (ParentBased(TraceIDRatioBased), the SDK's own rule) is taken here,
 // before any SDK object exists, so a request that is not sampled costs a
 // parse and two random numbers and allocates nothing; a sampled one costs
-// the SDK's span (about 2 µs and a dozen allocations, BenchmarkServeProxy
+// the SDK's span, its attributes and its export (6 to 9 µs of CPU, 22
+// allocations and 5.6 KB on a two-core machine: BenchmarkTracingRespond
 // in router). When the collector is slow or down, spans beyond the queue
 // are dropped and counted, never waited for.
 package tracing
