@@ -31,6 +31,7 @@ type Config struct {
 	// none. Load refuses a TLS listener without one.
 	TLS     *TLSStore
 	Log     Log
+	Tracing *Tracing // nil without a tracing block: tracing off
 	Runtime Runtime
 	// ShutdownDelay is how long edgeway keeps serving after SIGTERM with
 	// /readyz already answering 503, so that a load balancer in front

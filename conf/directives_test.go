@@ -48,6 +48,29 @@ func TestDirectives(t *testing.T) {
 		{desc: "log access_query bad", base: baseTop, line: "log { access_query hide }", err: `4:20: unknown access_query "hide" (expected keep, redact, drop)`},
 		{desc: "log format bad", base: baseTop, line: "log { format yaml }", err: `4:14: unknown log format "yaml" (expected json, text)`},
 		{desc: "log level bad", base: baseTop, line: "log { level trace }", err: `4:13: unknown log level "trace"`},
+		{desc: "no tracing block", base: baseTop, line: "", check: func(c *Config) bool { return c.Tracing == nil }},
+		{desc: "tracing", base: baseTop, line: "tracing { otlp https://otel.example:4318/v1/traces; sample 1%; service_name edge-eu }", check: func(c *Config) bool {
+			return *c.Tracing == Tracing{OTLP: "https://otel.example:4318/v1/traces", Sample: 0.01, ServiceName: "edge-eu"}
+		}},
+		{desc: "tracing defaults", base: baseTop, line: "tracing { otlp http://127.0.0.1:4318 }", check: func(c *Config) bool {
+			return *c.Tracing == Tracing{OTLP: "http://127.0.0.1:4318/v1/traces", Sample: 1, ServiceName: "edgeway"}
+		}},
+		{desc: "tracing own path", base: baseTop, line: "tracing { otlp http://otel/collector/traces }", check: func(c *Config) bool { return c.Tracing.OTLP == "http://otel/collector/traces" }},
+		{desc: "tracing sample decimal", base: baseTop, line: "tracing { otlp http://otel; sample 0.25% }", check: func(c *Config) bool { return c.Tracing.Sample == 0.0025 }},
+		{desc: "tracing sample zero", base: baseTop, line: "tracing { otlp http://otel; sample 0% }", check: func(c *Config) bool { return c.Tracing.Sample == 0 }},
+		{desc: "tracing sample without %", base: baseTop, line: "tracing { otlp http://otel; sample 50 }", check: func(c *Config) bool { return c.Tracing.Sample == 0.5 }},
+		{desc: "tracing sample over 100", base: baseTop, line: "tracing { otlp http://otel; sample 101% }", err: `4:36: sample: 101% is out of range (expected 0% to 100%)`},
+		{desc: "tracing sample bad", base: baseTop, line: "tracing { otlp http://otel; sample NaN% }", err: `4:36: sample: invalid percentage "NaN%"`},
+		{desc: "tracing sample exponent", base: baseTop, line: "tracing { otlp http://otel; sample 1e-3 }", err: `4:36: sample: invalid percentage "1e-3"`},
+		{desc: "tracing sample negative", base: baseTop, line: "tracing { otlp http://otel; sample -1% }", err: `4:36: sample: invalid percentage "-1%"`},
+		{desc: "tracing without otlp", base: baseTop, line: "tracing { sample 1% }", err: `4:1: tracing block has no otlp`},
+		{desc: "tracing otlp scheme", base: baseTop, line: "tracing { otlp grpc://otel:4317 }", err: `4:16: otlp: URL "grpc://otel:4317" must start with http:// or https://`},
+		{desc: "tracing otlp no host", base: baseTop, line: "tracing { otlp http:///v1/traces }", err: `4:16: otlp: URL "http:///v1/traces" has no host`},
+		{desc: "tracing otlp query", base: baseTop, line: "tracing { otlp http://otel/v1/traces?x=1 }", err: `4:16: otlp: URL "http://otel/v1/traces?x=1": expected scheme://host[:port][/path]`},
+		{desc: "tracing otlp port", base: baseTop, line: "tracing { otlp http://otel:99999 }", err: `4:16: otlp: URL "http://otel:99999": invalid port "99999"`},
+		{desc: "tracing service_name empty", base: baseTop, line: `tracing { otlp http://otel; service_name "" }`, err: `4:42: service_name: invalid name ""`},
+		{desc: "tracing unknown", base: baseTop, line: "tracing { otlp http://otel; exporter grpc }", err: `4:29: unknown directive "exporter" in tracing block`},
+		{desc: "duplicate tracing", base: baseTop, line: "tracing { otlp http://otel }\ntracing { otlp http://otel }", err: `5:1: duplicate "tracing" in main file`},
 		{desc: "runtime", base: baseTop, line: "runtime { gomaxprocs 4; gomemlimit 2GiB; gc_percent 200 }", check: func(c *Config) bool {
 			return c.Runtime == Runtime{GOMAXPROCS: 4, MemoryLimit: 2 << 30, GCPercent: 200}
 		}},

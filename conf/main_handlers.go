@@ -22,6 +22,7 @@ func init() {
 		"log": func(b *builder, _ *routes.File, d *routes.Directive) {
 			run(b, logTable, &b.cfg.Log, d.Block.Directives)
 		},
+		"tracing":        tracingDirective,
 		"runtime":        runtimeDirective,
 		"tls":            tlsDirective,
 		"shutdown_grace": shutdownGrace,

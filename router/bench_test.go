@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -10,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/tracing"
 )
 
 // discardWriter is a minimal ResponseWriter so the benchmark measures the
@@ -84,7 +88,74 @@ func BenchmarkServeProxy(b *testing.B) {
 	})
 }
 
-func benchServeProxy(b *testing.B, opts Options) {
+// BenchmarkServeProxyTracing is BenchmarkServeProxy with tracing off,
+// at 1% and at 100% of new traces sampled (requests without a
+// traceparent), the spans exported to a discarding exporter: what a
+// span costs edgeway, without the network. With tracing off the client
+// sends a traceparent, passed through, so that the upstream (in this
+// process, its allocations counted) parses as many fields in each case.
+func BenchmarkServeProxyTracing(b *testing.B) {
+	b.Run("off", func(b *testing.B) {
+		benchServeProxy(b, Options{}, httpmsg.Field{Name: "Traceparent", Value: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+	})
+	for _, bc := range []struct {
+		desc   string
+		sample float64
+	}{{"1%", 0.01}, {"100%", 1}} {
+		b.Run(bc.desc, func(b *testing.B) {
+			benchServeProxy(b, Options{Tracer: benchTracer(b, bc.sample)})
+		})
+	}
+}
+
+// BenchmarkTracingRespond is the router alone (a route that answers
+// itself, no upstream), tracing off, at 1% and at 100%: the cost of the
+// decision and of a span, without a round trip around it.
+func BenchmarkTracingRespond(b *testing.B) {
+	for _, bc := range []struct {
+		desc   string
+		sample float64
+	}{{"off", -1}, {"0%", 0}, {"1%", 0.01}, {"100%", 1}} {
+		b.Run(bc.desc, func(b *testing.B) {
+			opts := Options{}
+			if bc.sample >= 0 {
+				opts.Tracer = benchTracer(b, bc.sample)
+			}
+			rt := New(opts)
+			defer rt.Close()
+			err := rt.Apply(&conf.Config{Listeners: []conf.Listener{testListener()},
+				Routes: []conf.Route{testRoute(b, "r", "PathPrefix(`/`)", "", conf.Middleware{Kind: conf.Respond, Code: 200})}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := rt.Proxy("web")
+			req := &httpmsg.Request{Method: "GET", Target: "/v1/users", Host: "api.example", ProtoMajor: 1, ProtoMinor: 1,
+				RemoteAddr: netip.MustParseAddrPort("192.0.2.1:41000"), Header: httpmsg.Header{{Name: "User-Agent", Value: "bench"}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeProxy(discardProxyWriter{}, req)
+			}
+		})
+	}
+}
+
+// benchTracer is a tracer at sample whose spans go to a discarding
+// exporter; drops (a full queue) are reported per op.
+func benchTracer(b *testing.B, sample float64) *tracing.Tracer {
+	tr, err := tracing.New(tracing.Options{Sample: sample, ServiceName: "bench", Exporter: tracetest.NewNoopExporter()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if st := tr.Stats(); st.QueueFull > 0 {
+			b.ReportMetric(float64(st.QueueFull)/float64(b.N), "dropped/op")
+		}
+		tr.Shutdown(context.Background())
+	})
+	return tr
+}
+
+func benchServeProxy(b *testing.B, opts Options, extra ...httpmsg.Field) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello")
 	}))
@@ -100,7 +171,7 @@ func benchServeProxy(b *testing.B, opts Options) {
 		b.Fatal(err)
 	}
 	h := rt.Proxy("web")
-	fields := httpmsg.Header{{Name: "User-Agent", Value: "bench"}, {Name: "Accept", Value: "*/*"}}
+	fields := append(httpmsg.Header{{Name: "User-Agent", Value: "bench"}, {Name: "Accept", Value: "*/*"}}, extra...)
 	req := httpmsg.Request{Method: "GET", Target: "/v1/users?id=7", Host: "api.example",
 		ProtoMajor: 1, ProtoMinor: 1, RemoteAddr: netip.MustParseAddrPort("192.0.2.1:41000")}
 	b.ReportAllocs()

@@ -73,6 +73,7 @@ type requestState struct {
 	buf        []byte         // Forwarded value, redirect target
 	xff        []byte         // X-Forwarded-For value
 	target     []byte         // outbound request target
+	tc         traceState     // tracing; zero when off (tracing.go)
 }
 
 // maxKeptBody is the largest retry body buffer a pooled exchange keeps.
@@ -116,6 +117,9 @@ func (x *exchange) begin(w httpmsg.ResponseWriter, r *httpmsg.Request, l *httpLi
 	}
 	x.trusted = l.trusts(x.peer)
 	x.requestID()
+	if x.r.tracer != nil {
+		x.startTrace()
+	}
 	clear(x.idHdr)
 	x.w.id, x.w.hdr = x.reqID, &x.idHdr
 }

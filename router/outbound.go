@@ -23,6 +23,9 @@ func (x *exchange) buildOutbound() {
 	}
 	x.outHdr = appendEndToEnd(x.outHdr[:0], in.Header, true)
 	x.outHdr = x.setForwarded(x.outHdr)
+	if x.tc.on {
+		x.outHdr = x.setTraceparent(x.outHdr)
+	}
 	x.outHdr = applyHeaders(x.outHdr, x.rt.chain.reqHeader)
 	// Lifetime: Target views x.target, and the other strings view the
 	// client's request (the front end's buffer) or the exchange's own:

@@ -14,6 +14,7 @@ import (
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/internal/stdhttp"
+	"github.com/edgeway/edgeway/internal/tracing"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -39,6 +40,11 @@ type Options struct {
 	// AccessSlowerThan: a request that took at least this long is always
 	// logged, whatever the sampling. Zero: no such rule.
 	AccessSlowerThan time.Duration
+	// Tracer makes a span for each sampled request and sends upstream a
+	// traceparent naming it (router/tracing.go). Nil turns tracing off:
+	// traceparent and tracestate pass through untouched. The caller
+	// shuts it down after the router.
+	Tracer *tracing.Tracer
 }
 
 // Router serves HTTP requests from the live Snapshot. Its methods are safe
@@ -49,6 +55,7 @@ type Router struct {
 	metrics *Metrics
 	query   string // Options.AccessQuery
 	sample  lineSampler
+	tracer  *tracing.Tracer
 
 	mu      sync.Mutex // serialises Apply and Close
 	set     *upstream.Set
@@ -64,7 +71,7 @@ type Router struct {
 // Apply succeeds.
 func New(opts Options) *Router {
 	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, query: opts.AccessQuery,
-		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), set: upstream.NewSet()}
+		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), tracer: opts.Tracer, set: upstream.NewSet()}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -187,6 +194,9 @@ func (r *Router) finish(x *exchange) {
 	}
 	joined := x.closeBody()
 	x.end()
+	if x.tc.span != nil {
+		x.endSpan()
+	}
 	if x.l.stats != nil {
 		x.count()
 	}

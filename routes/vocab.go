@@ -11,6 +11,7 @@ const (
 	ListenBlock    BlockKind = "listen block"
 	AdminBlock     BlockKind = "admin block"
 	LogBlock       BlockKind = "log block"
+	TracingBlock   BlockKind = "tracing block"
 	RuntimeBlock   BlockKind = "runtime block"
 	UpstreamBlock  BlockKind = "upstream block"
 	RouteBlock     BlockKind = "route block"
@@ -50,6 +51,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "listen", Usage: "NAME", Min: 1, Max: 1, Block: ListenBlock, MainOnly: true, Repeat: true},
 		{Name: "admin", Block: AdminBlock, MainOnly: true},
 		{Name: "log", Block: LogBlock, MainOnly: true},
+		{Name: "tracing", Block: TracingBlock, MainOnly: true},
 		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
 		{Name: "tls", Block: TLSBlock, MainOnly: true},
 		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
@@ -150,6 +152,11 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "level", Usage: "debug|info|warn|error", Min: 1, Max: 1},
 		{Name: "sample", Usage: "PERCENT", Min: 1, Max: 1},
 		{Name: "slower_than", Usage: "DURATION", Min: 1, Max: 1},
+	},
+	TracingBlock: {
+		{Name: "otlp", Usage: "URL", Min: 1, Max: 1},
+		{Name: "sample", Usage: "PERCENT", Min: 1, Max: 1},
+		{Name: "service_name", Usage: "NAME", Min: 1, Max: 1},
 	},
 	RuntimeBlock: {
 		{Name: "gomaxprocs", Usage: "N|auto", Min: 1, Max: 1},
@@ -323,7 +330,7 @@ func Vocabulary(kind BlockKind) []Spec {
 
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
-	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
+	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
 		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock}
 }
 

@@ -54,6 +54,8 @@ func TestValidateEqualsRun(t *testing.T) {
 			files: map[string]string{"notadir": "a file"}, directive: "storage notadir/acme", want: "not a directory"},
 		{desc: "log folder missing", conf: "log {\n  output logs/edgeway.log\n}\n",
 			directive: "output logs/edgeway.log", want: "does not exist"},
+		{desc: "tracing otlp not OTLP/HTTP", conf: "tracing {\n  otlp grpc://127.0.0.1:4317\n  sample 1%\n}\n",
+			directive: "otlp grpc://", want: "must start with http:// or https://"},
 		{desc: "access log folder missing", conf: "log {\n  access_output /nonexistent-edgeway/access.log\n}\n",
 			directive: "access_output", want: "does not exist"},
 	}

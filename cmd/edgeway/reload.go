@@ -126,6 +126,9 @@ func (d *daemon) loadNext(opts admin.ReloadOptions) (*conf.Config, []admin.Reloa
 	if !reflect.DeepEqual(adminSettings(d.cfg.Admin), adminSettings(cfg.Admin)) || d.cfg.Log != cfg.Log {
 		d.log.Warn("admin or log settings changed; they take effect on restart, routes are reloaded now")
 	}
+	if !reflect.DeepEqual(d.cfg.Tracing, cfg.Tracing) {
+		d.log.Warn("tracing settings changed; they take effect on restart, routes are reloaded now")
+	}
 	if !sameACMESettings(d.cfg, cfg) {
 		d.log.Warn("acme block settings changed (directory, account, storage, challenges, keys); they take effect on restart, the names to order are reloaded now")
 	}

@@ -64,8 +64,22 @@ func cmdRun(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
+	tracer, err := newTracer(cfg.Tracing, logs.log)
+	if err != nil {
+		logs.log.Error("start failed", "err", err)
+		return 1
+	}
+	if tracer != nil {
+		defer stopTracer(tracer, logs.log) // after the router: its last spans are queued by then
+		for _, c := range traceCollectors(tracer) {
+			if err := d.metrics.Register(c); err != nil {
+				logs.log.Error("start failed", "err", err)
+				return 1
+			}
+		}
+	}
 	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic, AccessQuery: cfg.Log.AccessQuery,
-		AccessLeaveOut: 1 - cfg.Log.Sample, AccessSlowerThan: cfg.Log.SlowerThan})
+		AccessLeaveOut: 1 - cfg.Log.Sample, AccessSlowerThan: cfg.Log.SlowerThan, Tracer: tracer})
 	defer d.router.Close()
 	defer d.stopAdmin()
 	if err := d.start(); err != nil {
