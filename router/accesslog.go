@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -57,9 +58,9 @@ func (r *Router) logAccess(x *exchange, d time.Duration) {
 	if x.server != nil {
 		server = x.server.Addr
 	}
-	// Lifetime: query, user_agent and sni view the request, client the
-	// exchange's logBuf; the handler writes the line before LogAttrs
-	// returns.
+	// Lifetime: query, user_agent and sni view the request, client and
+	// trace_id the exchange's logBuf and traceHex; the handler writes the
+	// line before LogAttrs returns.
 	a := [...]slog.Attr{
 		slog.String("listener", x.l.name),
 		slog.String("protocol", x.in.Protocol()),
@@ -82,10 +83,16 @@ func (r *Router) logAccess(x *exchange, d time.Duration) {
 		slog.Float64("upstream_header", x.upHead.Seconds()),
 		slog.String("tls_version", tlsVersionName(x.in.TLSVersion)),
 		slog.String("sni", x.in.ServerName),
+		{},
 	}
-	n := len(a)
+	n := len(a) - 1
 	if x.in.TLSVersion == 0 {
 		n -= 2 // not TLS
+	}
+	if x.tc.on {
+		hex.Encode(x.traceHex[:], x.tc.hop.TraceID[:])
+		a[n] = slog.String("trace_id", bytesString(x.traceHex[:]))
+		n++
 	}
 	r.access.LogAttrs(ctx, slog.LevelInfo, "request", a[:n]...)
 }

@@ -26,6 +26,7 @@ type exchange struct {
 	cancel   httpclient.Canceler // aborts the upstream exchange (idle watchdog)
 	cancelFn func(error)         // cancel.Cancel, bound once
 	logBuf   [64]byte            // the access log's client address text
+	traceHex [32]byte            // the access log's trace_id text
 	requestState
 }
 

@@ -190,6 +190,8 @@ func TestTracingOverTheWire(t *testing.T) {
 	if trace1 != clientTrace || parent1 == clientSpan || flags1 != "01" || ts != "vendor=abc" {
 		t.Errorf("upstream got %q %q; want trace %s, a parent-id other than %s, sampled, tracestate vendor=abc", tp, ts, clientTrace, clientSpan)
 	}
+	// The access-log line names the trace, so a line leads to its trace.
+	e.p.WaitLog(t, `msg=request log=access .* path=/v1/users .* trace_id=`+clientTrace+`\n`)
 	tp, ts = upstreamSaw(t, e.base+"/new", "--http2-prior-knowledge", "-H", "tracestate: dropped=1")
 	trace2, parent2, flags2 := traceFields(t, tp)
 	if trace2 == clientTrace || flags2 != "01" || ts != "" {
