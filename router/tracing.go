@@ -43,7 +43,7 @@ func (x *exchange) startTrace() {
 	t := x.r.tracer
 	parent, ok := incomingParent(x.in.Header)
 	x.tc.on, x.tc.parentOK = true, ok
-	x.tc.hop = t.Decide(parent, ok)
+	x.tc.hop = t.Decide(parent, ok, x.trusted)
 	if !x.tc.hop.Sampled() {
 		return
 	}

@@ -28,14 +28,14 @@ const (
 
 // tracedFront is a router with a tracer at sample over an in-memory
 // exporter, proxying to an upstream that echoes the fields it got.
-func tracedFront(t *testing.T, sample float64, up string) (*traced, string) {
+func tracedFront(t *testing.T, sample float64, up string, trusted ...string) (*traced, string) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tr, err := tracing.New(tracing.Options{Sample: sample, ServiceName: "edgeway", Exporter: exp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &conf.Config{Listeners: []conf.Listener{testListener()},
+	cfg := &conf.Config{Listeners: []conf.Listener{testListener(trusted...)},
 		Upstreams: []conf.Upstream{testUpstream("u", []string{up})},
 		Routes:    []conf.Route{testRoute(t, "api", "PathPrefix(`/`)", "u")}}
 	access := &logSink{}
@@ -106,7 +106,7 @@ func TestTracingOffPassesThrough(t *testing.T) {
 func TestTracingParent(t *testing.T) {
 	t.Parallel()
 	up := backend(t, "a")
-	tf, url := tracedFront(t, 0, addr(up)) // the parent's sampled flag decides
+	tf, url := tracedFront(t, 0, addr(up), "127.0.0.0/8") // a trusted parent's sampled flag decides
 	got, state, status := get(t, url+"/v1/x?q=1", "Traceparent", clientParent, "Tracestate", "vendor=1", "User-Agent", "test/1")
 	if status != 200 {
 		t.Fatalf("status %d", status)
@@ -195,17 +195,20 @@ func TestTracingInvalidParent(t *testing.T) {
 func TestTracingNotSampled(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		desc   string
-		sample float64
-		tp     string
+		desc    string
+		sample  float64
+		tp      string
+		trusted []string
 	}{
 		{desc: "sample 0%, no parent", sample: 0},
-		{desc: "unsampled parent at 100%", sample: 1, tp: "00-" + clientTrace + "-" + clientSpan + "-00"},
+		{desc: "trusted unsampled parent at 100%", sample: 1, tp: "00-" + clientTrace + "-" + clientSpan + "-00", trusted: []string{"127.0.0.0/8"}},
+		// A client's sampled flag does not force a span: the ratio decides.
+		{desc: "untrusted sampled parent at 0%", sample: 0, tp: "00-" + clientTrace + "-" + clientSpan + "-01"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			up := backend(t, "a")
-			tf, url := tracedFront(t, tt.sample, addr(up))
+			tf, url := tracedFront(t, tt.sample, addr(up), tt.trusted...)
 			var fields []string
 			if tt.tp != "" {
 				fields = []string{"Traceparent", tt.tp}

@@ -127,14 +127,20 @@ func New(o Options) (*Tracer, error) {
 // context is parent (hasParent: it had a valid traceparent), by the rule
 // of the SDK's ParentBased(TraceIDRatioBased(Sample)): a parent's sampled
 // flag decides; without a parent, a new random trace-id is sampled when
-// its low 63 bits fall under the ratio. It returns edgeway's hop: the
-// parent's trace-id (or the new one), a new span-id and the decision in
-// the sampled flag. It allocates nothing.
-func (t *Tracer) Decide(parent SpanContext, hasParent bool) SpanContext {
+// its low 63 bits fall under the ratio. A parent whose flag is not
+// trusted (trustFlag false: it came from a client, not a trusted proxy)
+// keeps its trace-id but is decided by the ratio on that id, so that a
+// client cannot have every one of its requests traced. It returns
+// edgeway's hop: the parent's trace-id (or the new one), a new span-id
+// and the decision in the sampled flag. It allocates nothing.
+func (t *Tracer) Decide(parent SpanContext, hasParent, trustFlag bool) SpanContext {
 	c := SpanContext{TraceID: parent.TraceID}
 	sampled := parent.Sampled()
-	if !hasParent {
+	switch {
+	case !hasParent:
 		c.TraceID = newTraceID()
+		sampled = t.sampledRoot(c.TraceID)
+	case !trustFlag:
 		sampled = t.sampledRoot(c.TraceID)
 	}
 	binary.BigEndian.PutUint64(c.SpanID[:], nonZero())

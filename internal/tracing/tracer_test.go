@@ -26,7 +26,7 @@ func TestDecideAgreesWithSDK(t *testing.T) {
 		const n = 20000
 		sampled := 0
 		for range n {
-			c := tr.Decide(SpanContext{}, false)
+			c := tr.Decide(SpanContext{}, false, false)
 			want := sdk.ShouldSample(sdktrace.SamplingParameters{ParentContext: context.Background(), TraceID: c.TraceID}).Decision == sdktrace.RecordAndSample
 			if c.Sampled() != want {
 				t.Fatalf("ratio %v, trace %x: Decide %v, SDK %v", ratio, c.TraceID, c.Sampled(), want)
@@ -42,26 +42,30 @@ func TestDecideAgreesWithSDK(t *testing.T) {
 	}
 }
 
-// TestDecideParent: a parent's flag decides whatever the ratio; the hop
-// keeps the parent's trace and has a new span-id.
+// TestDecideParent: a trusted parent's flag decides whatever the ratio,
+// an untrusted one's the ratio does; the hop keeps the parent's trace and
+// has a new span-id.
 func TestDecideParent(t *testing.T) {
 	t.Parallel()
 	p, _ := ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	for _, tt := range []struct {
-		desc   string
-		ratio  float64
-		flags  byte
-		expect bool
+		desc      string
+		ratio     float64
+		flags     byte
+		untrusted bool
+		expect    bool
 	}{
 		{desc: "sampled parent at 0%", ratio: 0, flags: 1, expect: true},
 		{desc: "unsampled parent at 100%", ratio: 1, flags: 0, expect: false},
+		{desc: "untrusted sampled parent at 0%", ratio: 0, flags: 1, untrusted: true, expect: false},
+		{desc: "untrusted unsampled parent at 100%", ratio: 1, flags: 0, untrusted: true, expect: true},
 	} {
 		tr, err := New(Options{Sample: tt.ratio, Exporter: tracetest.NewNoopExporter()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.Flags = tt.flags
-		c := tr.Decide(p, true)
+		c := tr.Decide(p, true, !tt.untrusted)
 		if c.Sampled() != tt.expect || c.TraceID != p.TraceID || c.SpanID == p.SpanID {
 			t.Errorf("%s: %+v", tt.desc, c)
 		}
@@ -75,7 +79,7 @@ func TestDecideAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Shutdown(context.Background())
-	if n := testing.AllocsPerRun(100, func() { tr.Decide(SpanContext{}, false) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { tr.Decide(SpanContext{}, false, false) }); n != 0 {
 		t.Errorf("%v allocations per Decide, want 0", n)
 	}
 }
@@ -113,7 +117,7 @@ func TestQueueFullDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func() trace.Span {
-		c := tr.Decide(SpanContext{}, false)
+		c := tr.Decide(SpanContext{}, false, false)
 		_, s := tr.Start(c, SpanContext{}, false, "", time.Now(), "GET")
 		return s
 	}
@@ -146,11 +150,11 @@ func TestStartIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := tr.Decide(SpanContext{}, false)
+	c := tr.Decide(SpanContext{}, false, false)
 	out, s := tr.Start(c, SpanContext{}, false, "", time.Now(), "GET")
 	s.End()
 	p, _ := ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	c2 := tr.Decide(p, true)
+	c2 := tr.Decide(p, true, true)
 	out2, s2 := tr.Start(c2, p, true, "a=1,b=2", time.Now(), "GET")
 	s2.End()
 	if err := tr.ForceFlush(context.Background()); err != nil {
