@@ -87,6 +87,7 @@ func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused 
 	}
 	if refused != nil {
 		f.guard.Report = f.reportViolation
+		f.guard.ReportStream = f.reportStream
 	}
 	if err := http2.ConfigureServer(f.base, f.srv); err != nil {
 		return nil, err

@@ -10,12 +10,18 @@ import (
 
 // HTTP/2 refusals: the stream and connection errors a client causes
 // reach Options.Refused from two places. The guard reports the
-// violations it ends a connection for (h2guard.Config.Report); x/net
-// reports its own through http2.Server.CountError, which h2Front.serve
-// sets per connection.
+// violations it ends a connection for (h2guard.Config.Report) and the
+// streams x/net resets for a field it refuses without counting them
+// (ReportStream); x/net reports its other errors through
+// http2.Server.CountError, which h2Front.serve sets per connection.
 
 // reportViolation reports a connection the guard ended.
 func (f *h2Front) reportViolation(remote net.Addr, v *h2guard.Violation) {
+	f.refused(httpmsg.Refusal{Listener: f.name, Protocol: "HTTP/2", Reason: v.Kind, Remote: addrPort(remote)})
+}
+
+// reportStream reports a stream x/net resets for a field it refuses.
+func (f *h2Front) reportStream(remote net.Addr, v *h2guard.Violation) {
 	f.refused(httpmsg.Refusal{Listener: f.name, Protocol: "HTTP/2", Reason: v.Kind, Remote: addrPort(remote)})
 }
 

@@ -157,12 +157,19 @@ func TestRefusalsSeenHTTP2Errors(t *testing.T) {
 		goAway bool
 		code   http2.ErrCode
 		reason string
+		count  int // the reason's count once this case is through
 	}{
-		{desc: "no :path", fields: get, code: http2.ErrCodeProtocol, reason: "malformed_request"},
+		{desc: "no :path", fields: get, code: http2.ErrCodeProtocol, reason: "malformed_request", count: 1},
+		{desc: "upper-case field name", fields: append(append(get[:3:3], hpack.HeaderField{Name: ":path", Value: "/"}), hpack.HeaderField{Name: "X-Up", Value: "1"}),
+			code: http2.ErrCodeProtocol, reason: "malformed_request", count: 2},
+		{desc: "control byte in a value", fields: append(append(get[:3:3], hpack.HeaderField{Name: ":path", Value: "/"}), hpack.HeaderField{Name: "x-ctl", Value: "a\x01b"}),
+			code: http2.ErrCodeProtocol, reason: "malformed_request", count: 3},
+		{desc: "pseudo-header after a field", fields: append(append(get[:3:3], hpack.HeaderField{Name: "x-a", Value: "1"}), hpack.HeaderField{Name: ":path", Value: "/"}),
+			code: http2.ErrCodeProtocol, reason: "malformed_request", count: 4},
 		{desc: "connection field", fields: append(append(get[:3:3], hpack.HeaderField{Name: ":path", Value: "/"}), hpack.HeaderField{Name: "connection", Value: "close"}),
-			goAway: true, code: http2.ErrCodeProtocol, reason: "connection_specific_header"},
+			goAway: true, code: http2.ErrCodeProtocol, reason: "connection_specific_header", count: 1},
 		{desc: "header list over 4x the limit", fields: append(append(get[:3:3], hpack.HeaderField{Name: ":path", Value: "/"}), hpack.HeaderField{Name: "x-big", Value: strings.Repeat("b", 200<<10)}),
-			goAway: true, code: http2.ErrCodeEnhanceYourCalm, reason: "request_head_too_large"},
+			goAway: true, code: http2.ErrCodeEnhanceYourCalm, reason: "request_head_too_large", count: 1},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
 			fr := h2Raw(t, addr)
@@ -171,7 +178,7 @@ func TestRefusalsSeenHTTP2Errors(t *testing.T) {
 			if goAway != c.goAway || code != c.code {
 				t.Errorf("got goaway %v code %v, want goaway %v code %v", goAway, code, c.goAway, c.code)
 			}
-			s.seen(t, "web", "HTTP/2", 0, c.reason, 1)
+			s.seen(t, "web", "HTTP/2", 0, c.reason, c.count)
 		})
 	}
 	if n := s.reached.Load(); n != 0 {

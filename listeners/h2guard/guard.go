@@ -42,6 +42,12 @@ type Config struct {
 	// connection (once per connection), with the connection's remote
 	// address, on the connection's read goroutine; it must be quick.
 	Report func(remote net.Addr, v *Violation)
+	// ReportStream, when set, is told of each header block with a field
+	// the server refuses on that stream alone (an invalid name or value,
+	// a pseudo-header after a regular field: x/net resets the stream
+	// without counting it), on the read goroutine; the connection goes
+	// on. v is shared: it must not be changed.
+	ReportStream func(remote net.Addr, v *Violation)
 }
 
 func (c Config) withDefaults() Config {

@@ -352,3 +352,16 @@ func TestControlWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestValidWireName: the field names HTTP/2 allows, as x/net's framer
+// judges them (a lower-case token).
+func TestValidWireName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"x-up": true, "accept": true, "x_1!#$%&'*+.^`|~": true,
+		"": false, "X-Up": false, "x up": false, "x:y": false, "é": false, "x\x00": false,
+	} {
+		if got := validWireName(name); got != want {
+			t.Errorf("validWireName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

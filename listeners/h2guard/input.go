@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -34,6 +35,8 @@ type input struct {
 	blockBytes  int
 	listBytes   int  // decoded size, as RFC 9113 §6.5.2 counts it
 	deadline    bool // the read deadline is armed for it
+	sawRegular  bool // a field other than a pseudo-header came
+	malformed   bool // a field the server resets the stream for came
 
 	lastStream uint32 // highest stream a header block opened
 
@@ -154,6 +157,7 @@ func (in *input) openBlock() *Violation {
 		in.lastStream = in.stream
 	}
 	in.blockOpen, in.blockStream, in.conts, in.blockBytes, in.listBytes = true, in.stream, 0, int(in.length), 0
+	in.sawRegular, in.malformed = false, false
 	in.fragStart, in.fragEnd = 0, in.length
 	if in.flags&flagPriority != 0 {
 		in.fragStart += 5
@@ -205,8 +209,15 @@ func (in *input) frameEnd() *Violation {
 	if err := in.dec.Close(); err != nil {
 		return decodeViolation(err)
 	}
+	if in.bad == nil && in.malformed && in.g.cfg.ReportStream != nil {
+		in.g.cfg.ReportStream(in.g.Conn.RemoteAddr(), malformedBlock)
+	}
 	return in.bad
 }
+
+// malformedBlock is what ReportStream is told of a header block with a
+// field the server resets the stream for.
+var malformedBlock = &Violation{Code: codeProtocol, Kind: httpmsg.ReasonMalformedRequest, Reason: "invalid header field"}
 
 // decodeViolation is the violation of a header block the mirror decoder
 // refused: a string over MaxHeaderBytes is a block too large (the
@@ -253,6 +264,13 @@ func (in *input) check(f hpack.HeaderField) {
 		in.bad = &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeadTooLarge, Reason: "header list larger than the limit"}
 		return
 	}
+	if !in.malformed {
+		// x/net's framer (readMetaFrame) resets the stream for these,
+		// and stops decoding the block's fields: so does this.
+		pseudo := len(f.Name) > 0 && f.Name[0] == ':'
+		in.malformed = !httpguts.ValidHeaderFieldValue(f.Value) || (pseudo && in.sawRegular) || (!pseudo && !validWireName(f.Name))
+		in.sawRegular = in.sawRegular || !pseudo
+	}
 	switch f.Name {
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
 		in.bad = &Violation{Code: codeProtocol, Kind: httpmsg.ReasonConnectionHeader, Reason: "connection-specific header field " + f.Name}
@@ -261,6 +279,20 @@ func (in *input) check(f hpack.HeaderField) {
 			in.bad = &Violation{Code: codeProtocol, Kind: httpmsg.ReasonConnectionHeader, Reason: "te other than trailers"}
 		}
 	}
+}
+
+// validWireName reports whether name is a field name HTTP/2 allows on
+// the wire: a token without upper-case letters (RFC 9113 §8.2.1).
+func validWireName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !httpguts.IsTokenRune(r) || ('A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSettingsPayload is the largest SETTINGS payload the guard rewrites.
