@@ -165,6 +165,9 @@ type Listener struct {
 	// TrustedProxies lists the peers whose X-Forwarded-* and Forwarded
 	// headers are kept; from any other peer they are replaced. Default none.
 	TrustedProxies []netip.Prefix
+	// Allow and Deny are the listener's `allow` and `deny` lists (see
+	// Access), checked on every request before routing.
+	Allow, Deny []netip.Prefix
 	// NotFoundBody is the body of the 404 sent when no route matches.
 	// Default "404 page not found\n".
 	NotFoundBody string
@@ -334,7 +337,19 @@ type Route struct {
 	// Listeners restricts the route to these listeners; empty means all.
 	Listeners   []string
 	Middlewares []Middleware // in the order written
-	Pos         Pos
+	// Access is the route's `allow` and `deny` lists, checked once the
+	// route is chosen (after the listener's).
+	Access
+	Pos Pos
+}
+
+// Access is a pair of client address lists (`allow ADDR|CIDR|file
+// PATH...`, `deny ...`): a client in Deny is refused; when Allow is not
+// empty, a client in none of it is refused too (403). The client is the
+// peer, after the PROXY protocol; for a peer in trusted_proxies, the last
+// X-Forwarded-For address that is not a trusted proxy.
+type Access struct {
+	Allow, Deny []netip.Prefix
 }
 
 // TCPRoute is a `tcp route NAME { ... }` block.

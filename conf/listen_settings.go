@@ -85,6 +85,8 @@ var ListenerSettings = []ListenerSetting{
 	{"rcvbuf", "RecvBuffer", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.RecvBuffer) }},
 	{"sndbuf", "SendBuffer", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { socketBuffer(b, d, &l.SendBuffer) }},
 	{"trusted_proxies", "TrustedProxies", Live, "", trustedProxies},
+	{"allow", "Allow", Live, "", func(b *builder, l *Listener, d *routes.Directive) { b.addressList(d, &l.Allow) }},
+	{"deny", "Deny", Live, "", func(b *builder, l *Listener, d *routes.Directive) { b.addressList(d, &l.Deny) }},
 	{"not_found_body", "NotFoundBody", Live, "404 page not found\n", func(_ *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value }},
 	{"normalize", "Normalize", Live, "on", switchSetting(func(l *Listener) *bool { return &l.Normalize })},
 }

@@ -28,6 +28,7 @@ type draft struct {
 	listeners   []string
 	middlewares []Middleware
 	terminal    *routes.Directive // the respond or redirect line
+	access      Access
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -44,7 +45,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -99,6 +100,8 @@ var routeTable = table[*draft]{
 	"respond":                respond,
 	"redirect_https":         redirectHTTPS,
 	"acme":                   routeACME,
+	"allow":                  func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Allow) },
+	"deny":                   func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Deny) },
 }
 
 // match parses the rule; its errors and warnings carry positions inside the

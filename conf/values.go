@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/ipset"
 	"github.com/edgeway/edgeway/routes"
 )
 
@@ -232,5 +234,48 @@ func (b *builder) setShare(d *routes.Directive, dst *float64) {
 		b.errorf(a.Pos, "%s: %s is out of range (expected 0%% to 100%%)", d.Name, a.Value)
 	default:
 		*dst = v / 100
+	}
+}
+
+// addressList reads `allow`/`deny` arguments into dst: addresses, CIDRs
+// and `file PATH`, a list file of one address or CIDR per line (#
+// comments), read now: a bad entry is an error at its file:line:col, and
+// the file is watched like the configuration's own.
+func (b *builder) addressList(d *routes.Directive, dst *[]netip.Prefix) {
+	for i := 0; i < len(d.Args); i++ {
+		a := d.Args[i]
+		if a.Value != "file" {
+			p, err := ipset.ParsePrefix(a.Value)
+			if err != nil {
+				b.errorf(a.Pos, "%s: %v", d.Name, err)
+				continue
+			}
+			*dst = append(*dst, p)
+			continue
+		}
+		if i+1 == len(d.Args) {
+			b.errorf(a.Pos, "%s: file needs a path", d.Name)
+			return
+		}
+		i++
+		path := b.filePath(d, i, ReadFile)
+		if path == "" {
+			continue
+		}
+		data, err := b.fs.ReadFile(path)
+		if err != nil {
+			b.errorf(d.Args[i].Pos, "%s: %v", d.Name, err)
+			continue
+		}
+		ps, err := ipset.ParseList(data)
+		var le *ipset.LineError
+		switch {
+		case errors.As(err, &le):
+			b.errorf(d.Args[i].Pos, "%s: %s:%d:%d: %v", d.Name, path, le.Line, le.Col, le.Err)
+		case err != nil:
+			b.errorf(d.Args[i].Pos, "%s: %s: %v", d.Name, path, err)
+		default:
+			*dst = append(*dst, ps...)
+		}
 	}
 }

@@ -49,6 +49,7 @@ func Watched(mainFile string) WatchSet {
 	}
 	for _, d := range f.Directives {
 		ws.Files = append(ws.Files, tlsFiles(main, d)...)
+		ws.Files = append(ws.Files, addressFiles(main, d)...)
 		if d.Name != "include" || len(d.Args) != 1 {
 			continue
 		}
@@ -57,8 +58,51 @@ func Watched(mainFile string) WatchSet {
 		matches, _ := filepath.Glob(pattern)
 		slices.Sort(matches)
 		ws.Files = append(ws.Files, matches...)
+		for _, m := range matches {
+			ws.Files = append(ws.Files, routeFileAddressFiles(main, m)...)
+		}
 	}
 	return ws
+}
+
+// routeFileAddressFiles lists the address list files the route blocks of
+// route file name read (an unreadable or unparsable file lists none).
+func routeFileAddressFiles(main, name string) []string {
+	text, err := os.ReadFile(name)
+	if err != nil {
+		return nil
+	}
+	f, _ := routes.Parse(name, text, routes.RouteFile)
+	if f == nil {
+		return nil
+	}
+	var out []string
+	for _, d := range f.Directives {
+		out = append(out, addressFiles(main, d)...)
+	}
+	return out
+}
+
+// addressFiles lists the files the `allow file PATH` and `deny file
+// PATH` lines of a listen or route block d read, so that an edited list
+// reloads like a changed route file.
+func addressFiles(main string, d *routes.Directive) []string {
+	if d.Block == nil || (d.Name != "listen" && d.Name != "route") {
+		return nil
+	}
+	var out []string
+	for _, c := range d.Block.Directives {
+		if c.Name != "allow" && c.Name != "deny" {
+			continue
+		}
+		for i := 0; i+1 < len(c.Args); i++ {
+			if c.Args[i].Value == "file" {
+				out = append(out, ConfigPath(main, c.Args[i+1].Value))
+				i++
+			}
+		}
+	}
+	return out
 }
 
 // tlsFiles lists the files a top-level tls block (cert lines) or a

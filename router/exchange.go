@@ -127,6 +127,10 @@ func (x *exchange) begin(w httpmsg.ResponseWriter, r *httpmsg.Request, l *httpLi
 
 // serve routes the request and answers it.
 func (x *exchange) serve() {
+	if x.l.access != nil && !x.l.access.admits(x.accessClient()) {
+		x.denied()
+		return
+	}
 	if !x.trusted {
 		x.in.Header = stripForwarded(x.in.Header)
 	}
@@ -141,6 +145,10 @@ func (x *exchange) serve() {
 		return
 	}
 	x.rt = x.l.routes[x.rtIndex]
+	if x.rt.access != nil && !x.rt.access.admits(x.accessClient()) {
+		x.denied()
+		return
+	}
 	if x.redirectHTTPS() {
 		return
 	}

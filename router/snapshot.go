@@ -26,6 +26,7 @@ type httpListener struct {
 	normalize bool
 	maxBody   int64 // request body limit in bytes; 0: none
 	trusted   []netip.Prefix
+	access    *accessList // allow/deny; nil: none
 	notFound  []byte
 	table     *rule.HTTPTable
 	routes    []*route // index = table entry index
@@ -49,6 +50,7 @@ type route struct {
 	upstream string
 	pool     *upstream.Pool // nil in a Snapshot from Build
 	chain    chain
+	access   *accessList // allow/deny; nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -93,7 +95,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		case ch.answer == nil && !known[rc.Upstream]:
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
 		}
-		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch}
+		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access)}
 	}
 	return routes, nil
 }
@@ -108,6 +110,7 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		normalize: lc.Normalize,
 		maxBody:   bodyLimit(lc),
 		trusted:   lc.TrustedProxies,
+		access:    compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
 		notFound:  []byte(body),
 	}
 	var entries []rule.Entry

@@ -84,6 +84,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "rcvbuf", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "sndbuf", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "trusted_proxies", Usage: "CIDR...", Min: 1, Max: -1, Repeat: true},
+		{Name: "allow", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
+		{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		{Name: "not_found_body", Usage: "TEXT", Min: 1, Max: 1},
 		{Name: "normalize", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "tls", Block: ListenTLSBlock},
@@ -228,6 +230,8 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "respond", Usage: "CODE [BODY]", Min: 1, Max: 2},
 		Spec{Name: "redirect_https", Usage: "[CODE] [PORT]", Min: 0, Max: 2},
 		Spec{Name: "acme", Usage: "on|off", Min: 1, Max: 1},
+		Spec{Name: "allow", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
+		Spec{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 	),
 	TCPRouteBlock: routeCommon(),
 }

@@ -31,8 +31,13 @@ func hostPort(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "htt
 // process and the listener's base URL.
 func startEdgeway(t *testing.T, mainExtra string, files map[string]string) (*testutil.Proc, string, string) {
 	t.Helper()
+	return startEdgewayIn(t, t.TempDir(), mainExtra, files)
+}
+
+// startEdgewayIn is startEdgeway with its files in dir.
+func startEdgewayIn(t *testing.T, dir, mainExtra string, files map[string]string) (*testutil.Proc, string, string) {
+	t.Helper()
 	testutil.RequireCurl(t)
-	dir := t.TempDir()
 	main := fmt.Sprintf(`
 shutdown_grace 5s
 log { access on; format text; output stderr; level debug }

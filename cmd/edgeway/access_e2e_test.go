@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgeway/edgeway/internal/testutil"
+)
+
+// TestAccessListFileReloaded: a route's deny list from a file refuses its
+// clients with 403; editing the file reloads it like a route file (the
+// watcher sees it), and a bad line is refused at file:line:col with the
+// old lists kept.
+func TestAccessListFileReloaded(t *testing.T) {
+	up := backend(t, "up")
+	routes := "upstream u { server " + hostPort(up) + " }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  deny file lists/deny.txt\n  to u\n}\n"
+	dir := t.TempDir()
+	list := filepath.Join(dir, "lists", "deny.txt")
+	testutil.WriteFiles(t, dir, map[string]string{"lists/deny.txt": "# nobody yet\n192.0.2.1\n"})
+	p, base, _ := startEdgewayIn(t, dir, "", map[string]string{"r.routes": routes})
+	status := func() string {
+		out, _ := testutil.Curl(t, "-s", "-o", "/dev/null", "-w", "%{http_code}", base+"/x")
+		return out
+	}
+	if got := status(); got != "200" {
+		t.Fatalf("before the list names the client: %s", got)
+	}
+	os.WriteFile(list, []byte("192.0.2.1\n127.0.0.0/8 # the tests\n"), 0o644)
+	testutil.Eventually(t, 10*time.Second, func() bool { return status() == "403" }, "the edited list was not applied")
+	p.WaitLog(t, `msg=request log=access .* path=/x .* status=403 .* route=r `)
+
+	os.WriteFile(list, []byte("127.0.0.0/8\n  10.0.0.x\n"), 0o644)
+	p.WaitLog(t, `reload refused.*r\.routes:4:13 err="deny: .*lists/deny\.txt:2:3: invalid address \\"10\.0\.0\.x`)
+	if got := status(); got != "403" {
+		t.Errorf("a refused reload changed the lists: %s", got)
+	}
+	if strings.Contains(p.Log(), "panic") {
+		t.Errorf("panic in the log:\n%s", p.Log())
+	}
+}

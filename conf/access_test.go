@@ -1,0 +1,80 @@
+package conf
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestAccessDirectives: allow and deny take addresses, CIDRs and list
+// files on a route and a listener; a bad entry is an error at its line in
+// the list file as well as at the directive.
+func TestAccessDirectives(t *testing.T) {
+	t.Parallel()
+	const list = "# scanners\n198.51.100.0/24\n\n203.0.113.7 # one host\n"
+	src := "listen web {\n  addr :80\n  deny file lists/deny.txt 192.0.2.0/24\n}\nupstream u { server a:1 }\n" +
+		"route r {\n  match Path(`/`)\n  allow 10.0.0.0/8 2001:db8::1\n  allow file lists/deny.txt\n  to u\n}\n"
+	cfg, err := loadString(t, src, "lists/deny.txt", list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("203.0.113.7/32"), netip.MustParsePrefix("192.0.2.0/24")}
+	if got := cfg.Listeners[0].Deny; !slices.Equal(got, want) || len(cfg.Listeners[0].Allow) != 0 {
+		t.Errorf("listener deny %v, want %v", got, want)
+	}
+	want = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::1/128"), want[0], want[1]}
+	if got := cfg.Routes[0].Allow; !slices.Equal(got, want) {
+		t.Errorf("route allow %v, want %v", got, want)
+	}
+	if _, ok := cfg.PathOf("allow", "lists/deny.txt"); !ok {
+		t.Error("the list file is not among the configuration's paths")
+	}
+
+	for _, c := range []struct {
+		desc, line, list, want string
+	}{
+		{"bad inline entry", "deny 10.0.0.300", "", `main.conf:4:8: deny: invalid address "10.0.0.300"`},
+		{"bad CIDR", "deny 10.0.0.0/40", "", `main.conf:4:8: deny: invalid CIDR "10.0.0.0/40"`},
+		{"file without path", "deny file", "", `main.conf:4:8: deny: file needs a path`},
+		{"missing file", "deny file nope.txt", "", `main.conf:4:13: deny: open nope.txt`},
+		{"bad line in the file", "allow file l.txt", "10.0.0.0/8\n  10.0.0.x\n", `main.conf:4:14: allow: l.txt:2:3: invalid address "10.0.0.x"`},
+	} {
+		src := "listen web { addr :80 }\nupstream u { server a:1 }\nroute r {\n  " + c.line + "\n  match Path(`/`); to u\n}\n"
+		var files []string
+		if c.list != "" {
+			files = []string{"l.txt", c.list}
+		}
+		_, err := loadString(t, src, files...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.desc, err, c.want)
+		}
+	}
+}
+
+// TestAccessFilesWatched: the list files of listen blocks and of routes
+// in included files are watched like the configuration's own files.
+func TestAccessFilesWatched(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("edgeway.conf", "listen web {\n  addr :80\n  allow file office.txt 10.0.0.0/8\n}\ninclude \"routes/*.routes\"\n")
+	write("routes/a.routes", "route r {\n  match Path(`/`)\n  deny 192.0.2.1 file lists/deny.txt\n  to u\n}\n")
+	ws := Watched(filepath.Join(dir, "edgeway.conf"))
+	for _, want := range []string{"office.txt", "lists/deny.txt"} {
+		if !slices.Contains(ws.Files, filepath.Join(dir, want)) {
+			t.Errorf("%s not watched: %v", want, ws.Files)
+		}
+	}
+}
