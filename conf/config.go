@@ -340,7 +340,31 @@ type Route struct {
 	// Access is the route's `allow` and `deny` lists, checked once the
 	// route is chosen (after the listener's).
 	Access
-	Pos Pos
+	// CORS answers preflights at the edge and marks the route's
+	// responses for the origins it allows; nil: none (`cors { ... }`).
+	CORS *CORS
+	Pos  Pos
+}
+
+// CORS is a route's `cors` block (the Fetch standard's CORS protocol).
+type CORS struct {
+	// Origins are the allowed origins, exactly as browsers send them
+	// (scheme://host[:port], lower case, no path); AnyOrigin is `*`.
+	Origins   []string
+	AnyOrigin bool
+	// Methods a preflight may ask for. Default GET, HEAD, POST.
+	Methods []string
+	// Headers a preflight may ask for, canonical; none by default
+	// (CORS-safelisted ones need none).
+	Headers []string
+	// ExposeHeaders are the response fields scripts may read.
+	ExposeHeaders []string
+	// Credentials allows cookies and authorization (never with `*`).
+	Credentials bool
+	// MaxAge is how long a browser may cache a preflight; 0 leaves the
+	// browser's default (5 s).
+	MaxAge time.Duration
+	Pos    Pos
 }
 
 // Access is a pair of client address lists (`allow ADDR|CIDR|file

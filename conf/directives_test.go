@@ -180,6 +180,18 @@ func TestDirectives(t *testing.T) {
 		{desc: "neither", base: baseRoute, line: "listeners web", err: `3:1: route "r" has neither`},
 		{desc: "invalid rule", base: "route r {\n  match Hots(`a`)\n  respond 200\n}\n", err: `2:9: invalid match rule: `},
 		{desc: "duplicate route", base: baseRoute + "route r { match Path(`/`); to u }\n", line: "to u", err: `7:7: duplicate route name "r"`},
+		{desc: "cors", base: baseRoute, line: "to u; cors { origins https://App.example.com:8443 http://b.test; methods GET PUT; headers x-token; expose_headers x-request-id; credentials on; max_age 10m }", check: func(c *Config) bool {
+			cs := c.Routes[0].CORS
+			return cs != nil && len(cs.Origins) == 2 && cs.Origins[0] == "https://app.example.com:8443" && cs.Methods[1] == "PUT" &&
+				cs.Headers[0] == "X-Token" && cs.ExposeHeaders[0] == "X-Request-Id" && cs.Credentials && cs.MaxAge == 10*time.Minute
+		}},
+		{desc: "cors defaults", base: baseRoute, line: "to u; cors { origins * }", check: func(c *Config) bool {
+			cs := c.Routes[0].CORS
+			return cs.AnyOrigin && len(cs.Methods) == 3 && !cs.Credentials
+		}},
+		{desc: "cors without origins", base: baseRoute, line: "to u; cors { methods GET }", err: `5:9: cors block has no origins`},
+		{desc: "cors any with credentials", base: baseRoute, line: "to u; cors { origins *; credentials on }", err: "5:9: cors: `origins *` cannot go with `credentials on`"},
+		{desc: "cors origin with a path", base: baseRoute, line: "to u; cors { origins https://a.test/app }", err: `5:24: origins: invalid origin "https://a.test/app"`},
 		// tcp route
 		{desc: "tcp route", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u; listeners web; priority 9 }", check: func(c *Config) bool {
 			r := c.TCPRoutes[0]

@@ -2,8 +2,11 @@ package conf
 
 import (
 	"errors"
+	"fmt"
 	"net/textproto"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes"
@@ -29,6 +32,7 @@ type draft struct {
 	middlewares []Middleware
 	terminal    *routes.Directive // the respond or redirect line
 	access      Access
+	cors        *CORS
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -45,7 +49,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -102,6 +106,84 @@ var routeTable = table[*draft]{
 	"acme":                   routeACME,
 	"allow":                  func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Allow) },
 	"deny":                   func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Deny) },
+	"cors":                   corsDirective,
+}
+
+// corsDirective reads a route's `cors { ... }` block.
+func corsDirective(b *builder, r *draft, d *routes.Directive) {
+	c := &CORS{Pos: b.pos(d.Pos)}
+	run(b, corsTable, c, d.Block.Directives)
+	switch {
+	case len(c.Origins) == 0 && !c.AnyOrigin:
+		b.missingf(d, "cors block has no origins (expected `origins https://app.example.com ...` or `origins *`)")
+	case c.AnyOrigin && c.Credentials:
+		b.errorf(d.Pos, "cors: `origins *` cannot go with `credentials on` (browsers refuse it): list the origins")
+	}
+	if len(c.Methods) == 0 {
+		c.Methods = []string{"GET", "HEAD", "POST"}
+	}
+	r.cors = c
+}
+
+var corsTable = table[*CORS]{
+	"origins": func(b *builder, c *CORS, d *routes.Directive) {
+		for _, a := range d.Args {
+			if a.Value == "*" {
+				c.AnyOrigin = true
+				continue
+			}
+			o, err := corsOrigin(a.Value)
+			if err != nil {
+				b.errorf(a.Pos, "origins: %v", err)
+				continue
+			}
+			c.Origins = append(c.Origins, o)
+		}
+	},
+	"methods": func(b *builder, c *CORS, d *routes.Directive) {
+		for _, a := range d.Args {
+			if !httpsyntax.ValidToken(a.Value) {
+				b.errorf(a.Pos, "methods: invalid method %q", a.Value)
+				continue
+			}
+			c.Methods = append(c.Methods, a.Value)
+		}
+	},
+	"headers": func(b *builder, c *CORS, d *routes.Directive) { c.Headers = append(c.Headers, b.headerNames(d)...) },
+	"expose_headers": func(b *builder, c *CORS, d *routes.Directive) {
+		c.ExposeHeaders = append(c.ExposeHeaders, b.headerNames(d)...)
+	},
+	"credentials": func(b *builder, c *CORS, d *routes.Directive) { b.setSwitch(d, &c.Credentials) },
+	"max_age": func(b *builder, c *CORS, d *routes.Directive) {
+		if v, ok := b.duration(d, false); ok {
+			c.MaxAge = v
+		}
+	},
+}
+
+// corsOrigin checks an origin as a browser serialises it: an http or
+// https scheme, a host, an optional port, nothing else; it returns it in
+// lower case.
+func corsOrigin(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "/") {
+		return "", fmt.Errorf("invalid origin %q (expected scheme://host[:port], such as https://app.example.com)", s)
+	}
+	return strings.ToLower(s), nil
+}
+
+// headerNames reads header names, canonical.
+func (b *builder) headerNames(d *routes.Directive) []string {
+	var out []string
+	for _, a := range d.Args {
+		if !httpsyntax.ValidToken(a.Value) {
+			b.errorf(a.Pos, "%s: invalid header name %q", d.Name, a.Value)
+			continue
+		}
+		out = append(out, textproto.CanonicalMIMEHeaderKey(a.Value))
+	}
+	return out
 }
 
 // match parses the rule; its errors and warnings carry positions inside the

@@ -51,13 +51,16 @@ type requestState struct {
 	path     string // escaped path forwarded upstream
 	query    string // raw query forwarded upstream ($query)
 
-	rt       *route
-	rtIndex  int // x.rt's index in x.l.routes; -1: none
-	errKind  int // upstream error kind for the metrics; -1: none
-	upStart  time.Time
-	upHead   time.Duration      // the last try's wait for the response head
-	tried    []*upstream.Server // servers tried, in order (retries)
-	retrying bool               // a retry holds a place in the pool's budget
+	rt      *route
+	rtIndex int // x.rt's index in x.l.routes; -1: none
+	errKind int // upstream error kind for the metrics; -1: none
+	upStart time.Time
+	upHead  time.Duration // the last try's wait for the response head
+	// corsOrigin is the Access-Control-Allow-Origin of the answer: a
+	// string of the route's policy; "" none.
+	corsOrigin string
+	tried      []*upstream.Server // servers tried, in order (retries)
+	retrying   bool               // a retry holds a place in the pool's budget
 	// serverDone: x.server's try was reported (Done) when it was retried.
 	serverDone bool
 	kept       []byte // the request body, kept for retries; nil: not kept
@@ -147,6 +150,9 @@ func (x *exchange) serve() {
 	x.rt = x.l.routes[x.rtIndex]
 	if x.rt.access != nil && !x.rt.access.admits(x.accessClient()) {
 		x.denied()
+		return
+	}
+	if x.rt.cors != nil && x.cors() {
 		return
 	}
 	if x.redirectHTTPS() {

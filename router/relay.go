@@ -18,7 +18,7 @@ func (x *exchange) relay() {
 	// Lifetime: resp.Header views the upstream connection's read buffer
 	// until the first body read; WriteHead serialises or copies it first.
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
-	x.respHdr = x.sticky(applyHeaders(x.respHdr, x.rt.chain.respHeader))
+	x.respHdr = x.sticky(applyHeaders(x.corsHeaders(x.respHdr), x.rt.chain.respHeader))
 	if err := x.w.WriteHead(resp.Status, x.respHdr, resp.ContentLength); err != nil || resp.Body == nil {
 		if resp.Body != nil {
 			resp.Body.Close()

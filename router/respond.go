@@ -50,7 +50,7 @@ func (x *exchange) answer(a *answer) {
 	if a.target != nil {
 		x.buf = a.location(x.buf[:0], x.reqPath, x.query)
 		h = append(h, httpmsg.Field{Name: "Location", Value: bytesString(x.buf)})
-		h = applyHeaders(h, x.rt.chain.respHeader)
+		h = applyHeaders(x.corsHeaders(h), x.rt.chain.respHeader)
 		x.respHdr = h
 		x.w.WriteHead(a.code, h, 0)
 		return
@@ -58,7 +58,7 @@ func (x *exchange) answer(a *answer) {
 	if len(a.body) > 0 {
 		h = append(h, httpmsg.Field{Name: "Content-Type", Value: textPlain})
 	}
-	h = applyHeaders(h, x.rt.chain.respHeader)
+	h = applyHeaders(x.corsHeaders(h), x.rt.chain.respHeader)
 	x.respHdr = h
 	if x.w.WriteHead(a.code, h, int64(len(a.body))) == nil {
 		x.w.Write(a.body)

@@ -51,6 +51,7 @@ type route struct {
 	pool     *upstream.Pool // nil in a Snapshot from Build
 	chain    chain
 	access   *accessList // allow/deny; nil: none
+	cors     *corsPolicy // nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -95,7 +96,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		case ch.answer == nil && !known[rc.Upstream]:
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
 		}
-		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access)}
+		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS)}
 	}
 	return routes, nil
 }

@@ -25,6 +25,7 @@ const (
 	H2Block        BlockKind = "h2 block"
 	QUICBlock      BlockKind = "quic block"
 	ACMEBlock      BlockKind = "acme block"
+	CORSBlock      BlockKind = "cors block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -232,7 +233,16 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "acme", Usage: "on|off", Min: 1, Max: 1},
 		Spec{Name: "allow", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		Spec{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
+		Spec{Name: "cors", Block: CORSBlock},
 	),
+	CORSBlock: {
+		{Name: "origins", Usage: "ORIGIN...|*", Min: 1, Max: -1, Repeat: true},
+		{Name: "methods", Usage: "METHOD...", Min: 1, Max: -1, Repeat: true},
+		{Name: "headers", Usage: "NAME...", Min: 1, Max: -1, Repeat: true},
+		{Name: "expose_headers", Usage: "NAME...", Min: 1, Max: -1, Repeat: true},
+		{Name: "credentials", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "max_age", Usage: "DURATION", Min: 1, Max: 1},
+	},
 	TCPRouteBlock: routeCommon(),
 }
 
@@ -335,7 +345,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

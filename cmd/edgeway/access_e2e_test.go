@@ -42,3 +42,26 @@ func TestAccessListFileReloaded(t *testing.T) {
 		t.Errorf("panic in the log:\n%s", p.Log())
 	}
 }
+
+// TestCORSOverTheWire: over HTTP/1.1 and h2c, a preflight is answered by
+// edgeway and an allowed origin's request carries the route's CORS fields.
+func TestCORSOverTheWire(t *testing.T) {
+	up := backend(t, "up")
+	routes := "upstream u { server " + hostPort(up) + " }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  cors { origins https://app.example; methods GET PUT; headers x-token; credentials on; max_age 1m }\n  to u\n}\n"
+	_, base, _ := startEdgeway(t, "", map[string]string{"r.routes": routes})
+	for _, proto := range [][]string{{"--http1.1"}, {"--http2-prior-knowledge"}} {
+		out, code := testutil.Curl(t, append(proto, "-s", "-i", "-X", "OPTIONS", "-H", "Origin: https://app.example",
+			"-H", "Access-Control-Request-Method: PUT", "-H", "Access-Control-Request-Headers: X-Token", base+"/x")...)
+		for _, want := range []string{" 204", "access-control-allow-origin: https://app.example", "access-control-allow-methods: GET, PUT",
+			"access-control-allow-headers: X-Token", "access-control-allow-credentials: true", "access-control-max-age: 60"} {
+			if code != 0 || !strings.Contains(strings.ToLower(out), strings.ToLower(want)) {
+				t.Errorf("%v preflight: no %q in:\n%s", proto, want, out)
+			}
+		}
+		out, _ = testutil.Curl(t, append(proto, "-s", "-i", "-H", "Origin: https://app.example", base+"/x")...)
+		if !strings.Contains(strings.ToLower(out), "access-control-allow-origin: https://app.example") || !strings.Contains(out, "up ") {
+			t.Errorf("%v GET: no allowed origin or no upstream answer in:\n%s", proto, out)
+		}
+	}
+}
