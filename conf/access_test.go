@@ -78,3 +78,24 @@ func TestAccessFilesWatched(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorPageFile: a page file is read at load, its type from its
+// extension, and watched.
+func TestErrorPageFile(t *testing.T) {
+	t.Parallel()
+	src := "listen web {\n  addr :80\n  error_page 502 503 504 file errors/5xx.html\n  error_page 502 file errors/5xx.json\n}\n" +
+		"upstream u { server a:1 }\nroute r { match Path(`/`); to u }\n"
+	cfg, err := loadString(t, src, "errors/5xx.html", "<h1>$status</h1>", "errors/5xx.json", `{"s":$status}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Listeners[0].ErrorPages
+	if len(p) != 2 || p[0].ContentType != "text/html; charset=utf-8" || p[0].Body != "<h1>$status</h1>" || len(p[0].Codes) != 3 ||
+		p[1].ContentType != "application/json" {
+		t.Errorf("pages %+v", p)
+	}
+	if _, err := loadString(t, strings.Replace(src, "errors/5xx.json", "errors/missing.json", 1), "errors/5xx.html", "x"); err == nil ||
+		!strings.Contains(err.Error(), "main.conf:4:23: error_page: open errors/missing.json") {
+		t.Errorf("missing page file: %v", err)
+	}
+}

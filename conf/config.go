@@ -168,6 +168,9 @@ type Listener struct {
 	// Allow and Deny are the listener's `allow` and `deny` lists (see
 	// Access), checked on every request before routing.
 	Allow, Deny []netip.Prefix
+	// ErrorPages are the bodies of the answers edgeway makes itself on
+	// this listener (a route's own come first).
+	ErrorPages []ErrorPage
 	// NotFoundBody is the body of the 404 sent when no route matches.
 	// Default "404 page not found\n".
 	NotFoundBody string
@@ -343,7 +346,22 @@ type Route struct {
 	// CORS answers preflights at the edge and marks the route's
 	// responses for the origins it allows; nil: none (`cors { ... }`).
 	CORS *CORS
-	Pos  Pos
+	// ErrorPages are the bodies of the answers edgeway makes itself on
+	// this route (before the listener's).
+	ErrorPages []ErrorPage
+	Pos        Pos
+}
+
+// ErrorPage is an `error_page CODE... file PATH|BODY` line: the body of
+// the answers with one of Codes that edgeway makes itself (404, 403, 413,
+// 502, 503, 504, ...), never an upstream's. Several lines for one code
+// with different content types are chosen between by the request's
+// Accept. In Body, $status and $request_id are replaced when it is sent.
+type ErrorPage struct {
+	Codes       []int
+	ContentType string // from the file's extension (.html, .json); text/plain inline
+	Body        string
+	Pos         Pos
 }
 
 // CORS is a route's `cors` block (the Fetch standard's CORS protocol).

@@ -192,6 +192,14 @@ func TestDirectives(t *testing.T) {
 		{desc: "cors without origins", base: baseRoute, line: "to u; cors { methods GET }", err: `5:9: cors block has no origins`},
 		{desc: "cors any with credentials", base: baseRoute, line: "to u; cors { origins *; credentials on }", err: "5:9: cors: `origins *` cannot go with `credentials on`"},
 		{desc: "cors origin with a path", base: baseRoute, line: "to u; cors { origins https://a.test/app }", err: `5:24: origins: invalid origin "https://a.test/app"`},
+		{desc: "error_page inline", base: baseRoute, line: `to u; error_page 502 503 "down: $status"`, check: func(c *Config) bool {
+			p := c.Routes[0].ErrorPages
+			return len(p) == 1 && p[0].Codes[1] == 503 && p[0].Body == "down: $status" && p[0].ContentType == "text/plain; charset=utf-8"
+		}},
+		{desc: "error_page listener", base: baseListen, line: `error_page 404 "none"`, check: func(c *Config) bool { return c.Listeners[0].ErrorPages[0].Codes[0] == 404 }},
+		{desc: "error_page bad code", base: baseRoute, line: `to u; error_page 302 "x"`, err: `5:20: error_page: invalid status code "302" (expected an error status from 400 to 599)`},
+		{desc: "error_page no page", base: baseRoute, line: `to u; error_page 502 503`, err: `5:24: error_page: expected ` + "`file PATH`"},
+		{desc: "error_page no code", base: baseRoute, line: `to u; error_page file x.html`, err: `5:20: error_page: expected status codes before the page`},
 		// tcp route
 		{desc: "tcp route", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u; listeners web; priority 9 }", check: func(c *Config) bool {
 			r := c.TCPRoutes[0]

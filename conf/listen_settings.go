@@ -87,6 +87,7 @@ var ListenerSettings = []ListenerSetting{
 	{"trusted_proxies", "TrustedProxies", Live, "", trustedProxies},
 	{"allow", "Allow", Live, "", func(b *builder, l *Listener, d *routes.Directive) { b.addressList(d, &l.Allow) }},
 	{"deny", "Deny", Live, "", func(b *builder, l *Listener, d *routes.Directive) { b.addressList(d, &l.Deny) }},
+	{"error_page", "ErrorPages", Live, "", func(b *builder, l *Listener, d *routes.Directive) { b.errorPage(d, &l.ErrorPages) }},
 	{"not_found_body", "NotFoundBody", Live, "404 page not found\n", func(_ *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value }},
 	{"normalize", "Normalize", Live, "on", switchSetting(func(l *Listener) *bool { return &l.Normalize })},
 }

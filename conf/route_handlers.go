@@ -33,6 +33,7 @@ type draft struct {
 	terminal    *routes.Directive // the respond or redirect line
 	access      Access
 	cors        *CORS
+	errorPages  []ErrorPage
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -49,7 +50,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -107,6 +108,7 @@ var routeTable = table[*draft]{
 	"allow":                  func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Allow) },
 	"deny":                   func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Deny) },
 	"cors":                   corsDirective,
+	"error_page":             func(b *builder, r *draft, d *routes.Directive) { b.errorPage(d, &r.errorPages) },
 }
 
 // corsDirective reads a route's `cors { ... }` block.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -278,4 +279,57 @@ func (b *builder) addressList(d *routes.Directive, dst *[]netip.Prefix) {
 			*dst = append(*dst, ps...)
 		}
 	}
+}
+
+// errorPage reads `error_page CODE... file PATH` (the file read now, its
+// content type from its extension) or `error_page CODE... BODY`.
+func (b *builder) errorPage(d *routes.Directive, dst *[]ErrorPage) {
+	p := ErrorPage{ContentType: "text/plain; charset=utf-8", Pos: b.pos(d.Pos)}
+	i := 0
+	for ; i < len(d.Args)-1; i++ {
+		a := d.Args[i]
+		if a.Value == "file" {
+			break
+		}
+		c, err := routes.ParseInt(a.Value)
+		if err != nil || c < 400 || c > 599 {
+			b.errorf(a.Pos, "error_page: invalid status code %s (expected an error status from 400 to 599)", a)
+			return
+		}
+		p.Codes = append(p.Codes, c)
+	}
+	if len(p.Codes) == 0 {
+		b.errorf(d.Args[0].Pos, "error_page: expected status codes before the page, such as `error_page 502 503 file errors/5xx.html`")
+		return
+	}
+	rest := d.Args[i:]
+	if c, err := routes.ParseInt(rest[0].Value); err == nil && c >= 400 && c <= 599 && len(rest) == 1 {
+		b.errorf(rest[0].Pos, "error_page: expected `file PATH` or a body after the status codes")
+		return
+	}
+	switch {
+	case rest[0].Value == "file" && len(rest) == 2:
+		path := b.filePath(d, i+1, ReadFile)
+		if path == "" {
+			return
+		}
+		data, err := b.fs.ReadFile(path)
+		if err != nil {
+			b.errorf(rest[1].Pos, "error_page: %v", err)
+			return
+		}
+		p.Body = string(data)
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".html", ".htm":
+			p.ContentType = "text/html; charset=utf-8"
+		case ".json":
+			p.ContentType = "application/json"
+		}
+	case rest[0].Value != "file" && len(rest) == 1:
+		p.Body = rest[0].Value
+	default:
+		b.errorf(rest[0].Pos, "error_page: expected `file PATH` or one body after the status codes")
+		return
+	}
+	*dst = append(*dst, p)
 }

@@ -65,8 +65,8 @@ func Watched(mainFile string) WatchSet {
 	return ws
 }
 
-// routeFileAddressFiles lists the address list files the route blocks of
-// route file name read (an unreadable or unparsable file lists none).
+// routeFileAddressFiles lists the files (address lists, error pages) the
+// route blocks of route file name read (an unreadable or unparsable file lists none).
 func routeFileAddressFiles(main, name string) []string {
 	text, err := os.ReadFile(name)
 	if err != nil {
@@ -83,16 +83,16 @@ func routeFileAddressFiles(main, name string) []string {
 	return out
 }
 
-// addressFiles lists the files the `allow file PATH` and `deny file
-// PATH` lines of a listen or route block d read, so that an edited list
-// reloads like a changed route file.
+// addressFiles lists the files the `allow file PATH`, `deny file PATH`
+// and `error_page ... file PATH` lines of a listen or route block d
+// read, so that an edited list or page reloads like a changed route file.
 func addressFiles(main string, d *routes.Directive) []string {
 	if d.Block == nil || (d.Name != "listen" && d.Name != "route") {
 		return nil
 	}
 	var out []string
 	for _, c := range d.Block.Directives {
-		if c.Name != "allow" && c.Name != "deny" {
+		if c.Name != "allow" && c.Name != "deny" && c.Name != "error_page" {
 			continue
 		}
 		for i := 0; i+1 < len(c.Args); i++ {

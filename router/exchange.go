@@ -27,6 +27,7 @@ type exchange struct {
 	cancelFn func(error)         // cancel.Cancel, bound once
 	logBuf   [64]byte            // the access log's client address text
 	traceHex [32]byte            // the access log's trace_id text
+	pageBuf  []byte              // a rendered error page (writeText)
 	requestState
 }
 

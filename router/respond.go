@@ -31,9 +31,16 @@ func (x *exchange) notFound() { x.writeText(404, x.l.notFound, false) }
 // writeText sends an answer edgeway writes itself: a plain-text body and
 // nothing internal; close asks an HTTP/1 client's connection to end after
 // it (its request body was left unread).
+// An error_page for code replaces body and its content type.
 func (x *exchange) writeText(code int, body []byte, close bool) {
+	ct := textPlain
+	if p := x.errorPage(code); p != nil {
+		x.pageBuf = p.render(x.pageBuf[:0], code, x.reqID)
+		body, ct = x.pageBuf, p.contentType
+		defer x.dropPageBuf()
+	}
 	h := append(x.respHdr[:0],
-		httpmsg.Field{Name: "Content-Type", Value: textPlain},
+		httpmsg.Field{Name: "Content-Type", Value: ct},
 		httpmsg.Field{Name: "X-Content-Type-Options", Value: "nosniff"})
 	if close && x.in.ProtoMajor == 1 {
 		h = append(h, httpmsg.Field{Name: "Connection", Value: "close"})
@@ -41,6 +48,16 @@ func (x *exchange) writeText(code int, body []byte, close bool) {
 	x.respHdr = h
 	if x.w.WriteHead(code, h, int64(len(body))) == nil {
 		x.w.Write(body)
+	}
+}
+
+// maxPageBuf is the largest error-page buffer a pooled exchange keeps.
+const maxPageBuf = 64 << 10
+
+// dropPageBuf lets a large page's buffer go once it is written.
+func (x *exchange) dropPageBuf() {
+	if cap(x.pageBuf) > maxPageBuf {
+		x.pageBuf = nil
 	}
 }
 

@@ -27,9 +27,11 @@ type httpListener struct {
 	maxBody   int64 // request body limit in bytes; 0: none
 	trusted   []netip.Prefix
 	access    *accessList // allow/deny; nil: none
-	notFound  []byte
-	table     *rule.HTTPTable
-	routes    []*route // index = table entry index
+	// errorPages: the listener's error_page lines; nil: none.
+	errorPages errorPages
+	notFound   []byte
+	table      *rule.HTTPTable
+	routes     []*route // index = table entry index
 
 	// Traffic counters (Options.Metrics): nil when off.
 	stats      *listenerStats
@@ -52,6 +54,8 @@ type route struct {
 	chain    chain
 	access   *accessList // allow/deny; nil: none
 	cors     *corsPolicy // nil: none
+	// errorPages: the route's error_page lines; nil: none.
+	errorPages errorPages
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -96,7 +100,8 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		case ch.answer == nil && !known[rc.Upstream]:
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
 		}
-		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS)}
+		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
+			errorPages: compileErrorPages(rc.ErrorPages)}
 	}
 	return routes, nil
 }
@@ -107,12 +112,13 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		body = defaultNotFound
 	}
 	hl := &httpListener{
-		name:      lc.Name,
-		normalize: lc.Normalize,
-		maxBody:   bodyLimit(lc),
-		trusted:   lc.TrustedProxies,
-		access:    compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
-		notFound:  []byte(body),
+		name:       lc.Name,
+		normalize:  lc.Normalize,
+		maxBody:    bodyLimit(lc),
+		trusted:    lc.TrustedProxies,
+		access:     compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
+		errorPages: compileErrorPages(lc.ErrorPages),
+		notFound:   []byte(body),
 	}
 	var entries []rule.Entry
 	for i, rc := range rcs {

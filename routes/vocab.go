@@ -87,6 +87,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "trusted_proxies", Usage: "CIDR...", Min: 1, Max: -1, Repeat: true},
 		{Name: "allow", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
+		{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 		{Name: "not_found_body", Usage: "TEXT", Min: 1, Max: 1},
 		{Name: "normalize", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "tls", Block: ListenTLSBlock},
@@ -234,6 +235,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "allow", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		Spec{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		Spec{Name: "cors", Block: CORSBlock},
+		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 	),
 	CORSBlock: {
 		{Name: "origins", Usage: "ORIGIN...|*", Min: 1, Max: -1, Repeat: true},

@@ -65,3 +65,30 @@ func TestCORSOverTheWire(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorPageFileReloaded: a listener's error page from a file is what
+// a client gets for edgeway's own 404 (over HTTP/1.1 and h2c), and an
+// edited page is served after the watcher's reload.
+func TestErrorPageFileReloaded(t *testing.T) {
+	up := backend(t, "up")
+	dir := t.TempDir()
+	page := filepath.Join(dir, "errors", "404.html")
+	testutil.WriteFiles(t, dir, map[string]string{"errors/404.html": "<h1>$status: nothing at this address</h1>\n"})
+	routes := "upstream u { server " + hostPort(up) + " }\nroute r {\n  match PathPrefix(`/app`)\n  to u\n}\n"
+	_, base, _ := startEdgewayIn(t, dir, "", map[string]string{"r.routes": routes})
+	// error_page is a live listener setting: adding it to the listen
+	// block of the running configuration applies on the watcher's reload.
+	main := filepath.Join(dir, "edgeway.conf")
+	text, _ := os.ReadFile(main)
+	os.WriteFile(main, []byte(strings.Replace(string(text), "read_header_timeout 2s", "read_header_timeout 2s\n  error_page 404 file errors/404.html", 1)), 0o644)
+	get := func(proto string) string {
+		out, _ := testutil.Curl(t, proto, "-s", "-i", base+"/none")
+		return out
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(get("--http1.1"), "<h1>404: nothing at this address</h1>") }, "the page was not served")
+	if out := get("--http2-prior-knowledge"); !strings.Contains(out, "<h1>404: nothing") || !strings.Contains(strings.ToLower(out), "content-type: text/html") {
+		t.Errorf("h2c: %s", out)
+	}
+	os.WriteFile(page, []byte("<h1>gone fishing</h1>\n"), 0o644)
+	testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(get("--http1.1"), "gone fishing") }, "the edited page was not served")
+}
