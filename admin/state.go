@@ -100,6 +100,12 @@ type Explanation struct {
 	// Settings are the upstream's effective timeouts and retries; nil
 	// when the route answers itself.
 	Settings *UpstreamSettings `json:"settings,omitempty"`
+	// Policies are the policies the request meets, in order (listener
+	// allow/deny, allow/deny, cors, error_page).
+	Policies []string `json:"policies,omitempty"`
+	// Denied is "listener" or "route" when that one's access lists refuse
+	// the client_ip given (Status 403).
+	Denied string `json:"denied,omitempty"`
 }
 
 // UpstreamSettings are what an upstream's settings come to for a request

@@ -220,6 +220,14 @@ type Outcome struct {
 	// redirect); 0 otherwise. Location is a redirect's target.
 	Status   int
 	Location string
+	// Policies are the listener's and route's policies the request
+	// meets, in the order they apply ("listener allow/deny", "allow/deny",
+	// "cors", "error_page").
+	Policies []string
+	// Denied names the access lists that refuse the request's client
+	// ("listener" or "route"; Status is then 403); "" when none do or no
+	// client address was given.
+	Denied string
 }
 
 // Explain matches req on listener like MatchHTTP and says what the route
@@ -230,6 +238,17 @@ func (s *Snapshot) Explain(listener string, req *rule.HTTPRequest, path, query s
 		return Outcome{}, false
 	}
 	o := Outcome{Route: rt.name, Upstream: rt.upstream}
+	hl := s.http[listener]
+	o.Policies = policies(hl, rt)
+	switch ip := req.ClientIP; {
+	case !ip.IsValid():
+	case hl.access != nil && !hl.access.admits(ip):
+		o.Denied, o.Status = "listener", 403
+		return o, true
+	case rt.access != nil && !rt.access.admits(ip):
+		o.Denied, o.Status = "route", 403
+		return o, true
+	}
 	switch a := rt.chain.answer; {
 	case a != nil && a.target != nil:
 		o.Status, o.Location = a.code, string(a.location(nil, path, query))
@@ -242,6 +261,24 @@ func (s *Snapshot) Explain(listener string, req *rule.HTTPRequest, path, query s
 		}
 	}
 	return o, true
+}
+
+// policies lists the policies of hl and rt a request meets, in order.
+func policies(hl *httpListener, rt *route) []string {
+	var out []string
+	if hl.access != nil {
+		out = append(out, "listener allow/deny")
+	}
+	if rt.access != nil {
+		out = append(out, "allow/deny")
+	}
+	if rt.cors != nil {
+		out = append(out, "cors")
+	}
+	if rt.errorPages != nil || hl.errorPages != nil {
+		out = append(out, "error_page")
+	}
+	return out
 }
 
 func (s *Snapshot) matchHTTP(listener string, req *rule.HTTPRequest) *route {

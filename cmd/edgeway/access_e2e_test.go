@@ -92,3 +92,25 @@ func TestErrorPageFileReloaded(t *testing.T) {
 	os.WriteFile(page, []byte("<h1>gone fishing</h1>\n"), 0o644)
 	testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(get("--http1.1"), "gone fishing") }, "the edited page was not served")
 }
+
+// TestExplainPolicies: explain lists the policies a request meets and
+// says when a client's address is refused, and by which lists.
+func TestExplainPolicies(t *testing.T) {
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{"e.conf": "listen web {\n  addr 127.0.0.1:8080\n  deny 192.0.2.0/24\n}\n" +
+		"upstream up { server 127.0.0.1:80 }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  allow 10.0.0.0/8\n  cors { origins https://a.test }\n  error_page 502 \"down\"\n  to up\n}\n"})
+	c := filepath.Join(dir, "e.conf")
+	for _, tc := range []struct {
+		ip, first string
+	}{
+		{"10.1.2.3", "route r -> upstream up\n"},
+		{"192.0.2.9", "route r -> denied 403 by the listener's access lists\n"},
+		{"198.51.100.1", "route r -> denied 403 by the route's access lists\n"},
+	} {
+		out, code := runCLI(t, "explain", "-c", c, "--client-ip", tc.ip, "GET", "http://localhost:8080/x")
+		if code != 0 || !strings.HasPrefix(out, tc.first) || !strings.Contains(out, "  policies  listener allow/deny, allow/deny, cors, error_page\n") {
+			t.Errorf("client %s: %q exit %d, want first line %q and the policies", tc.ip, out, code, tc.first)
+		}
+	}
+}

@@ -113,6 +113,8 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 		return 2
 	case e.Kind == "tcp":
 		fmt.Fprintf(stdout, "tcp route %s -> upstream %s\n", e.Route, e.Upstream)
+	case e.Denied != "":
+		fmt.Fprintf(stdout, "route %s -> denied 403 by the %s's access lists\n", e.Route, e.Denied)
 	case e.Location != "":
 		fmt.Fprintf(stdout, "route %s -> redirect %d %s\n", e.Route, e.Status, e.Location)
 	case e.Upstream == "":
@@ -124,7 +126,10 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 	if e.UpstreamPath != "" {
 		fmt.Fprintf(stdout, "  sent as   %s\n", e.UpstreamPath)
 	}
-	if s := e.Settings; s != nil {
+	if len(e.Policies) > 0 {
+		fmt.Fprintf(stdout, "  policies  %s\n", strings.Join(e.Policies, ", "))
+	}
+	if s := e.Settings; s != nil && e.Denied == "" {
 		fmt.Fprintf(stdout, "  upstream  balance %s; connect_timeout %s, response_timeout %s, idle_timeout %s; retries %d\n",
 			s.Balance, seconds(s.ConnectTimeout), seconds(s.ResponseTimeout), seconds(s.IdleTimeout), s.Retries)
 	}

@@ -140,7 +140,7 @@ func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req 
 		return admin.Explanation{}, admin.ErrNoRoute
 	}
 	e := admin.Explanation{Kind: "http", Listener: listener, Route: o.Route, Upstream: o.Upstream,
-		UpstreamPath: o.UpstreamPath, Status: o.Status, Location: o.Location}
+		UpstreamPath: o.UpstreamPath, Status: o.Status, Location: o.Location, Policies: o.Policies, Denied: o.Denied}
 	for _, r := range cfg.Routes {
 		if r.Name == o.Route {
 			e.Rule, e.Priority, e.Source = r.RuleText, r.Priority, r.Pos.String()
