@@ -51,6 +51,8 @@ type Config struct {
 	ShutdownGrace time.Duration
 
 	Upstreams []Upstream // in definition order; names are unique
+	// Limits are the `limit NAME { ... }` blocks routes refer to.
+	Limits []Limit
 	Routes    []Route    // HTTP routes, in definition order (file order after include expansion)
 	TCPRoutes []TCPRoute // parsed and validated; served by a later issue
 
@@ -349,7 +351,31 @@ type Route struct {
 	// ErrorPages are the bodies of the answers edgeway makes itself on
 	// this route (before the listener's).
 	ErrorPages []ErrorPage
-	Pos        Pos
+	// Limits name the rate limits the route's requests count against,
+	// in order; the first that refuses answers 429.
+	Limits []string
+	Pos    Pos
+}
+
+// Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`
+// block: a rate limit that every route naming it (`limit NAME`) shares,
+// one bucket per key.
+type Limit struct {
+	Name string
+	// Rate is the sustained rate in requests per Per.
+	Rate int
+	Per  time.Duration // time.Second, time.Minute or time.Hour
+	// Burst is how many requests a key may make at once above the rate
+	// (the bucket's size). Default: Rate.
+	Burst int
+	// Key is what a bucket is kept per: "client_ip", "route" (one
+	// bucket per route), "header" or "cookie" (KeyName's value; a request
+	// without it shares the empty key).
+	Key, KeyName string
+	// MaxKeys bounds the buckets kept; past it the least recently
+	// refilled go (counted). Default 100000.
+	MaxKeys int
+	Pos     Pos
 }
 
 // ErrorPage is an `error_page CODE... file PATH|BODY` line: the body of

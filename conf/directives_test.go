@@ -200,6 +200,19 @@ func TestDirectives(t *testing.T) {
 		{desc: "error_page bad code", base: baseRoute, line: `to u; error_page 302 "x"`, err: `5:20: error_page: invalid status code "302" (expected an error status from 400 to 599)`},
 		{desc: "error_page no page", base: baseRoute, line: `to u; error_page 502 503`, err: `5:24: error_page: expected ` + "`file PATH`"},
 		{desc: "error_page no code", base: baseRoute, line: `to u; error_page file x.html`, err: `5:20: error_page: expected status codes before the page`},
+		{desc: "limit", base: baseTop, line: "limit api { rate 600/m; burst 50; key header X-Api-Key; max_keys 5000 }\nroute r2 { match Path(`/x`); limit api; to u }", check: func(c *Config) bool {
+			l := c.Limits[0]
+			return l.Name == "api" && l.Rate == 600 && l.Per == time.Minute && l.Burst == 50 && l.Key == "header" && l.KeyName == "X-Api-Key" &&
+				l.MaxKeys == 5000 && c.Routes[1].Limits[0] == "api"
+		}},
+		{desc: "limit defaults", base: baseTop, line: "limit a { rate 10/s }", check: func(c *Config) bool {
+			l := c.Limits[0]
+			return l.Burst == 10 && l.Key == "client_ip" && l.MaxKeys == 100000 && l.Per == time.Second
+		}},
+		{desc: "limit unknown", base: baseRoute, line: "to u; limit nope", err: `5:15: unknown limit "nope" (none is defined)`},
+		{desc: "limit bad rate", base: baseTop, line: "limit a { rate 10/day }", err: `4:16: rate: invalid rate "10/day"`},
+		{desc: "limit no rate", base: baseTop, line: "limit a { burst 5 }", err: `4:1: limit "a" has no rate`},
+		{desc: "limit key without name", base: baseTop, line: "limit a { rate 1/s; key cookie }", err: `4:25: key cookie: expected a name`},
 		// tcp route
 		{desc: "tcp route", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u; listeners web; priority 9 }", check: func(c *Config) bool {
 			r := c.TCPRoutes[0]

@@ -32,6 +32,7 @@ func init() {
 		"upstream":       upstreamDirective,
 		"route":          routeDirective,
 		"tcp route":      tcpRouteDirective,
+		"limit":          limitDirective,
 	}
 }
 

@@ -34,6 +34,7 @@ type draft struct {
 	access      Access
 	cors        *CORS
 	errorPages  []ErrorPage
+	limits      []string
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -50,7 +51,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -109,6 +110,10 @@ var routeTable = table[*draft]{
 	"deny":                   func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Deny) },
 	"cors":                   corsDirective,
 	"error_page":             func(b *builder, r *draft, d *routes.Directive) { b.errorPage(d, &r.errorPages) },
+	"limit": func(b *builder, r *draft, d *routes.Directive) {
+		r.limits = append(r.limits, d.Args[0].Value)
+		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
+	},
 }
 
 // corsDirective reads a route's `cors { ... }` block.

@@ -53,6 +53,10 @@ func (b *builder) known(ns string) string {
 		for _, l := range b.cfg.Listeners {
 			list = append(list, l.Name)
 		}
+	case "limit":
+		for _, l := range b.cfg.Limits {
+			list = append(list, l.Name)
+		}
 	}
 	if len(list) == 0 {
 		return " (none is defined)"

@@ -156,6 +156,9 @@ func (x *exchange) serve() {
 	if x.rt.cors != nil && x.cors() {
 		return
 	}
+	if x.rt.limits != nil && x.limited() {
+		return
+	}
 	if x.redirectHTTPS() {
 		return
 	}

@@ -32,6 +32,7 @@ type Metrics struct {
 	servers   map[serverKey]*serverStats
 	upstreams map[string]*upstreamStats
 	pools     func() map[string]*upstream.Pool // the router's live pools, for state gauges
+	limits    func() map[string]*routeLimit    // the router's live rate limits
 
 	retries, budget, overLimit, state, inFlight, ejections, transitions *prometheus.Desc
 
@@ -283,7 +284,7 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
-		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions} {
+		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions} {
 		ch <- d
 	}
 	m.refused.Describe(ch)
@@ -328,6 +329,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if m.pools != nil {
 		m.collectPools(ch)
+	}
+	if m.limits != nil {
+		collectLimits(ch, m.limits())
 	}
 }
 

@@ -24,6 +24,8 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 			switch {
 			case m.Counter != nil:
 				out[key] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[key] = m.GetGauge().GetValue()
 			case m.Histogram != nil:
 				out[key+"_count"] = float64(m.GetHistogram().GetSampleCount())
 			}

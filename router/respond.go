@@ -31,8 +31,9 @@ func (x *exchange) notFound() { x.writeText(404, x.l.notFound, false) }
 // writeText sends an answer edgeway writes itself: a plain-text body and
 // nothing internal; close asks an HTTP/1 client's connection to end after
 // it (its request body was left unread).
-// An error_page for code replaces body and its content type.
-func (x *exchange) writeText(code int, body []byte, close bool) {
+// An error_page for code replaces body and its content type; extra
+// fields go with the head.
+func (x *exchange) writeText(code int, body []byte, close bool, extra ...httpmsg.Field) {
 	ct := textPlain
 	if p := x.errorPage(code); p != nil {
 		x.pageBuf = p.render(x.pageBuf[:0], code, x.reqID)
@@ -45,6 +46,7 @@ func (x *exchange) writeText(code int, body []byte, close bool) {
 	if close && x.in.ProtoMajor == 1 {
 		h = append(h, httpmsg.Field{Name: "Connection", Value: "close"})
 	}
+	h = append(h, extra...)
 	x.respHdr = h
 	if x.w.WriteHead(code, h, int64(len(body))) == nil {
 		x.w.Write(body)

@@ -62,7 +62,9 @@ type Router struct {
 	snap    atomic.Pointer[Snapshot]
 	release *time.Timer // hands a replaced table's memory back; guarded by mu
 
-	exchanges sync.Pool // *exchange
+	limits    map[string]*limitEntry                 // rate limiters by name; guarded by mu
+	limitView atomic.Pointer[map[string]*routeLimit] // the live ones, for the metrics
+	exchanges sync.Pool                              // *exchange
 	tunnels   tunnels
 	refusals  refusalLog
 }
@@ -78,6 +80,12 @@ func New(opts Options) *Router {
 	r.set.SetLogger(r.log)
 	if r.metrics != nil {
 		r.metrics.pools = r.set.Pools
+		r.metrics.limits = func() map[string]*routeLimit {
+			if m := r.limitView.Load(); m != nil {
+				return *m
+			}
+			return nil
+		}
 	}
 	r.snap.Store(&Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}})
 	r.exchanges.New = func() any { return newExchange(r) }
@@ -98,6 +106,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 		return fmt.Errorf("building routing table: %w", err)
 	}
 	s.attach(r.set.Sync(cfg.Upstreams))
+	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)
 	}

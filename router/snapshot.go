@@ -56,6 +56,7 @@ type route struct {
 	cors     *corsPolicy // nil: none
 	// errorPages: the route's error_page lines; nil: none.
 	errorPages errorPages
+	limits     []*routeLimit // set by Router.Apply; nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match

@@ -26,6 +26,7 @@ const (
 	QUICBlock      BlockKind = "quic block"
 	ACMEBlock      BlockKind = "acme block"
 	CORSBlock      BlockKind = "cors block"
+	LimitBlock     BlockKind = "limit block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -62,6 +63,13 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "upstream", Usage: "NAME", Min: 1, Max: 1, Block: UpstreamBlock, Repeat: true},
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
 		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
+		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
+	},
+	LimitBlock: {
+		{Name: "rate", Usage: "N/s|N/m|N/h", Min: 1, Max: 1},
+		{Name: "burst", Usage: "N", Min: 1, Max: 1},
+		{Name: "key", Usage: "client_ip|route|header NAME|cookie NAME", Min: 1, Max: 2},
+		{Name: "max_keys", Usage: "N", Min: 1, Max: 1},
 	},
 	ListenBlock: {
 		{Name: "addr", Usage: "ADDR", Min: 1, Max: 1},
@@ -235,6 +243,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "allow", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		Spec{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		Spec{Name: "cors", Block: CORSBlock},
+		Spec{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 	),
 	CORSBlock: {
@@ -347,7 +356,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

@@ -114,3 +114,22 @@ func TestExplainPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLimitOverTheWire: a limit per client address refuses past its
+// burst with 429 and Retry-After, and counts in the metrics.
+func TestRateLimitOverTheWire(t *testing.T) {
+	up := backend(t, "up")
+	e := startAdmin(t, "", map[string]string{"r.routes": "limit api { rate 1/h; burst 3 }\nupstream u { server " + hostPort(up) + " }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  limit api\n  to u\n}\n"})
+	var codes []string
+	for range 5 {
+		out, _ := testutil.Curl(t, "-s", "-o", "/dev/null", "-w", "%{http_code} %header{retry-after}", e.base+"/x")
+		codes = append(codes, out)
+	}
+	if got := strings.Join(codes, ","); got != "200 ,200 ,200 ,429 3600,429 3600" {
+		t.Errorf("statuses and Retry-After: %s", got)
+	}
+	if v := e.metric(t, `edgeway_ratelimit_requests_total{limit="api",result="limited"}`); v != "2" {
+		t.Errorf("limited count %q, want 2", v)
+	}
+}

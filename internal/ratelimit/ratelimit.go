@@ -1,0 +1,143 @@
+// Package ratelimit is a keyed rate limiter with the generic cell rate
+// algorithm (GCRA, a token bucket kept as one timestamp per key): exact
+// under concurrency, one small record per key, and a bounded number of
+// keys. Keys are spread over shards, each with its own lock, so that
+// requests for different keys seldom wait on each other.
+package ratelimit
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const shards = 64
+
+// Limiter admits requests at Rate per Per with bursts of Burst, per key.
+type Limiter struct {
+	interval  int64 // ns between requests at the sustained rate
+	tolerance int64 // how far ahead of now a key's TAT may run: (burst-1) * interval
+	burst     int
+	maxPer    int // keys a shard keeps
+	seed      maphash.Seed
+	shard     [shards]shard
+
+	allowed, limited, evicted atomic.Int64
+}
+
+// shard is a part of the keys. Buckets are pointers so that an update
+// never assigns to the map: assigning to an existing string key stores
+// the new key, and a caller's key may view a buffer it reuses.
+type shard struct {
+	mu   sync.Mutex
+	tats map[string]*bucket
+}
+
+// bucket is one key's theoretical arrival time (ns, monotonic).
+type bucket struct{ tat int64 }
+
+// New returns a limiter of rate requests per per, bursts of burst (at
+// least 1) and at most maxKeys keys (at least one per shard).
+func New(rate int, per time.Duration, burst, maxKeys int) *Limiter {
+	burst = max(burst, 1)
+	l := &Limiter{interval: int64(per) / int64(max(rate, 1)), burst: burst,
+		maxPer: max(maxKeys/shards, 1), seed: maphash.MakeSeed()}
+	l.tolerance = int64(burst-1) * l.interval
+	for i := range l.shard {
+		l.shard[i].tats = map[string]*bucket{}
+	}
+	return l
+}
+
+var epoch = time.Now()
+
+// now is a monotonic clock in ns.
+func now() int64 { return int64(time.Since(epoch)) }
+
+// Decision is the outcome of one request.
+type Decision struct {
+	Allowed bool
+	// Remaining is how many more requests the key may make now.
+	Remaining int
+	// RetryAfter is how long until a refused request would be admitted;
+	// Reset how long until the key's bucket is full again.
+	RetryAfter, Reset time.Duration
+}
+
+// Allow counts one request for key. key may view a buffer: it is copied
+// only when a new key is stored.
+func (l *Limiter) Allow(key string) Decision {
+	return l.allowAt(key, now())
+}
+
+func (l *Limiter) allowAt(key string, t int64) Decision {
+	s := &l.shard[maphash.String(l.seed, key)%shards]
+	s.mu.Lock()
+	b := s.tats[key]
+	tat := t
+	if b != nil && b.tat > t {
+		tat = b.tat
+	}
+	if allowAt := tat - l.tolerance; t < allowAt {
+		s.mu.Unlock()
+		l.limited.Add(1)
+		return Decision{RetryAfter: time.Duration(allowAt - t), Reset: time.Duration(tat - t)}
+	}
+	tat += l.interval
+	if b != nil {
+		b.tat = tat
+	} else {
+		if len(s.tats) >= l.maxPer {
+			s.evict(t)
+			l.evicted.Add(1)
+		}
+		s.tats[string([]byte(key))] = &bucket{tat} // a copy: key may view a buffer
+	}
+	s.mu.Unlock()
+	l.allowed.Add(1)
+	return Decision{Allowed: true, Remaining: int((t + l.tolerance - (tat - l.interval)) / l.interval), Reset: time.Duration(tat - t)}
+}
+
+// evict drops one key to make room: of a few sampled (map order is
+// random), one whose bucket is already full again (nothing is lost), else
+// the one closest to full. Under s.mu.
+func (s *shard) evict(t int64) {
+	var victim string
+	best, n := int64(1<<63-1), 0
+	for k, b := range s.tats {
+		tat := b.tat
+		if tat <= t {
+			victim = k
+			break
+		}
+		if tat < best {
+			victim, best = k, tat
+		}
+		if n++; n == 8 {
+			break
+		}
+	}
+	delete(s.tats, victim)
+}
+
+// Stats are a limiter's counts since it was made.
+type Stats struct {
+	Allowed, Limited, Evicted int64
+	Keys                      int
+}
+
+// Stats returns the counts and the keys kept now.
+func (l *Limiter) Stats() Stats {
+	st := Stats{Allowed: l.allowed.Load(), Limited: l.limited.Load(), Evicted: l.evicted.Load()}
+	for i := range l.shard {
+		s := &l.shard[i]
+		s.mu.Lock()
+		st.Keys += len(s.tats)
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// Burst is the bucket size the limiter was made with.
+func (l *Limiter) Burst() int { return l.burst }

@@ -1,0 +1,103 @@
+package ratelimit
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestBurstThenRate: a key gets its burst at once, then one request per
+// interval; other keys are not touched.
+func TestBurstThenRate(t *testing.T) {
+	t.Parallel()
+	l := New(10, time.Second, 5, 1000) // one per 100ms, bursts of 5
+	t0 := int64(time.Hour)
+	for i := range 5 {
+		d := l.allowAt("a", t0)
+		if !d.Allowed || d.Remaining != 4-i {
+			t.Fatalf("request %d of the burst: %+v", i, d)
+		}
+	}
+	d := l.allowAt("a", t0)
+	if d.Allowed || d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("past the burst: %+v, want refused, retry after 100ms", d)
+	}
+	if !l.allowAt("b", t0).Allowed {
+		t.Fatal("another key was refused")
+	}
+	if !l.allowAt("a", t0+int64(100*time.Millisecond)).Allowed || l.allowAt("a", t0+int64(100*time.Millisecond)).Allowed {
+		t.Fatal("after one interval exactly one more request is due")
+	}
+	if d := l.allowAt("a", t0+int64(10*time.Second)); !d.Allowed || d.Remaining != 4 {
+		t.Fatalf("a rested key: %+v, want its whole burst back", d)
+	}
+}
+
+// TestExactUnderConcurrency: many goroutines at one instant get exactly
+// the burst between them.
+func TestExactUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	l := New(1, time.Hour, 100, 1000)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 50 {
+				if l.allowAt("k", int64(time.Hour)).Allowed {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := ok.Load(); n != 100 {
+		t.Fatalf("%d admitted of 800, want the burst, 100", n)
+	}
+	if st := l.Stats(); st.Allowed != 100 || st.Limited != 700 || st.Keys != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestKeysBounded: a flood of new keys keeps at most maxKeys buckets and
+// counts what it evicts; a stored key does not view the caller's buffer.
+func TestKeysBounded(t *testing.T) {
+	t.Parallel()
+	l := New(1, time.Second, 1, shards*10)
+	buf := []byte("key-00000000")
+	for i := range 100000 {
+		copy(buf[4:], fmt.Sprintf("%08d", i))
+		l.allowAt(string(buf), int64(time.Hour))
+	}
+	st := l.Stats()
+	if st.Keys > shards*10 || st.Evicted < 100000-shards*10 {
+		t.Fatalf("stats %+v, want at most %d keys and the rest evicted", st, shards*10)
+	}
+	// Keys view a buffer the caller reuses, as the router's do: neither
+	// storing a new key nor updating a known one may keep the view.
+	b := []byte("shared")
+	view := unsafe.String(&b[0], len(b))
+	l2 := New(1, time.Hour, 3, 100)
+	l2.Allow(view)
+	l2.Allow(view)
+	copy(b, "SHARED")
+	if !l2.Allow("shared").Allowed || l2.Allow("shared").Allowed {
+		t.Fatal("the stored key changed with the caller's buffer")
+	}
+}
+
+func BenchmarkAllow(b *testing.B) {
+	l := New(1000000, time.Second, 1000, 100000)
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("203.0.113.%d", i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		l.Allow(keys[i&1023])
+		i++
+	}
+}

@@ -1,0 +1,94 @@
+package router
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
+)
+
+// TestRateLimitShared: one limit named by many routes holds its rate for
+// all of them together, per key; a refused request gets 429 with
+// Retry-After and the RateLimit headers and never reaches the upstream;
+// a reload that keeps the limit keeps its buckets.
+func TestRateLimitShared(t *testing.T) {
+	t.Parallel()
+	up := backend(t, "a")
+	lim := conf.Limit{Name: "api", Rate: 1, Per: time.Hour, Burst: 5, Key: "header", KeyName: "X-Api-Key", MaxKeys: 1000}
+	var routes []conf.Route
+	for _, p := range []string{"/a", "/b", "/c"} {
+		r := testRoute(t, "r"+p[1:], "Path(`"+p+"`)", "u")
+		r.Limits = []string{"api"}
+		routes = append(routes, r)
+	}
+	routes = append(routes, testRoute(t, "free", "Path(`/free`)", "u"))
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("u", []string{addr(up)})},
+		Routes:    routes,
+		Limits:    []conf.Limit{lim},
+	}
+	m := NewMetrics()
+	rt, fe := front(t, cfg, Options{Metrics: m})
+	ok := 0
+	var last *http.Response
+	for i := range 12 {
+		r, _ := do(t, nil, newReq(t, "GET", fe.URL+[]string{"/a", "/b", "/c"}[i%3], "X-Api-Key", "k1"))
+		switch r.StatusCode {
+		case 200:
+			ok++
+		case 429:
+			last = r
+		default:
+			t.Fatalf("status %d", r.StatusCode)
+		}
+	}
+	if ok != 5 || last == nil {
+		t.Fatalf("%d of 12 requests over three routes admitted, want the burst, 5", ok)
+	}
+	if ra := last.Header.Get("Retry-After"); ra != "3600" {
+		t.Errorf("Retry-After %q, want 3600 (one request an hour once the burst is spent)", ra)
+	}
+	if p, l := last.Header.Get("RateLimit-Policy"), last.Header.Get("RateLimit"); p != `"api";q=5;w=18000` || !strings.HasPrefix(l, `"api";r=0;t=`) {
+		t.Errorf("RateLimit-Policy %q, RateLimit %q", p, l)
+	}
+	if last.Header.Get("X-Upstream") != "" {
+		t.Error("a limited request reached the upstream")
+	}
+	if r, _ := do(t, nil, newReq(t, "GET", fe.URL+"/a", "X-Api-Key", "k2")); r.StatusCode != 200 {
+		t.Errorf("another key: %d", r.StatusCode)
+	}
+	if r, _ := do(t, nil, newReq(t, "GET", fe.URL+"/free", "X-Api-Key", "k1")); r.StatusCode != 200 {
+		t.Errorf("a route without the limit: %d", r.StatusCode)
+	}
+	if err := rt.Apply(cfg); err != nil { // the same limit: its buckets stay
+		t.Fatal(err)
+	}
+	if r, _ := do(t, nil, newReq(t, "GET", fe.URL+"/b", "X-Api-Key", "k1")); r.StatusCode != 429 {
+		t.Errorf("after a reload keeping the limit: %d, want 429", r.StatusCode)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	g := gather(t, reg)
+	if a, l := g["edgeway_ratelimit_requests_total{limit=api,result=allowed}"], g["edgeway_ratelimit_requests_total{limit=api,result=limited}"]; a != 6 || l != 8 {
+		t.Errorf("allowed %v limited %v, want 6 and 8", a, l)
+	}
+	if k := g["edgeway_ratelimit_keys{limit=api}"]; k != 2 {
+		t.Errorf("keys %v, want 2", k)
+	}
+}
+
+func TestCookieValue(t *testing.T) {
+	t.Parallel()
+	h := httpmsg.Header{{Name: "Cookie", Value: "a=1; sid=abc"}, {Name: "cookie", Value: "z=9"}}
+	for name, want := range map[string]string{"sid": "abc", "a": "1", "z": "9", "none": ""} {
+		if got := cookieValue(h, name); got != want {
+			t.Errorf("cookieValue(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
