@@ -52,7 +52,7 @@ type Config struct {
 
 	Upstreams []Upstream // in definition order; names are unique
 	// Limits are the `limit NAME { ... }` blocks routes refer to.
-	Limits []Limit
+	Limits    []Limit
 	Routes    []Route    // HTTP routes, in definition order (file order after include expansion)
 	TCPRoutes []TCPRoute // parsed and validated; served by a later issue
 
