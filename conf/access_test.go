@@ -99,3 +99,23 @@ func TestErrorPageFile(t *testing.T) {
 		t.Errorf("missing page file: %v", err)
 	}
 }
+
+// TestBasicAuthFile: an htpasswd file's bcrypt users are read; another
+// hash scheme is refused at its line.
+func TestBasicAuthFile(t *testing.T) {
+	t.Parallel()
+	src := "listen web { addr :80 }\nupstream u { server a:1 }\nroute r {\n  match Path(`/`)\n  basic_auth users.htpasswd \"Ops area\"\n  to u\n}\n"
+	cfg, err := loadString(t, src, "users.htpasswd", "# ops\nalice:$2y$05$abcdefghijklmnopqrstuv\n\nbob:$2b$05$abcdefghijklmnopqrstuv\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Routes[0].BasicAuth
+	if a == nil || a.Realm != "Ops area" || len(a.Users) != 2 || a.Users["alice"] != "$2y$05$abcdefghijklmnopqrstuv" {
+		t.Fatalf("basic auth %+v", a)
+	}
+	_, err = loadString(t, src, "users.htpasswd", "alice:$2y$05$x\ncarol:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n")
+	if err == nil || !strings.Contains(err.Error(), `main.conf:5:14: basic_auth: users.htpasswd:2: user "carol": only bcrypt hashes are accepted`) ||
+		strings.Contains(err.Error(), "W6ph5") {
+		t.Errorf("a SHA1 hash: %v", err)
+	}
+}

@@ -354,6 +354,8 @@ type Route struct {
 	// Limits name the rate limits the route's requests count against,
 	// in order; the first that refuses answers 429.
 	Limits []string
+	// BasicAuth asks for a user of an htpasswd file; nil: none.
+	BasicAuth *BasicAuth
 	Pos    Pos
 }
 
@@ -376,6 +378,15 @@ type Limit struct {
 	// refilled go (counted). Default 100000.
 	MaxKeys int
 	Pos     Pos
+}
+
+// BasicAuth is a route's `basic_auth FILE [REALM]` line: requests need
+// the credentials of a user of the htpasswd file FILE (bcrypt hashes
+// only), read at load and watched.
+type BasicAuth struct {
+	Realm string
+	Users map[string]string // user -> bcrypt hash
+	Pos   Pos
 }
 
 // ErrorPage is an `error_page CODE... file PATH|BODY` line: the body of

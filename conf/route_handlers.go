@@ -35,6 +35,7 @@ type draft struct {
 	cors        *CORS
 	errorPages  []ErrorPage
 	limits      []string
+	basicAuth   *BasicAuth
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -51,7 +52,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -110,6 +111,7 @@ var routeTable = table[*draft]{
 	"deny":                   func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Deny) },
 	"cors":                   corsDirective,
 	"error_page":             func(b *builder, r *draft, d *routes.Directive) { b.errorPage(d, &r.errorPages) },
+	"basic_auth": func(b *builder, r *draft, d *routes.Directive) { r.basicAuth = b.basicAuth(d) },
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})

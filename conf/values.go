@@ -333,3 +333,40 @@ func (b *builder) errorPage(d *routes.Directive, dst *[]ErrorPage) {
 	}
 	*dst = append(*dst, p)
 }
+
+// basicAuth reads `basic_auth HTPASSWD [REALM]`: the file's users, whose
+// hashes must be bcrypt ($2a$, $2b$, $2y$: `htpasswd -B`).
+func (b *builder) basicAuth(d *routes.Directive) *BasicAuth {
+	a := &BasicAuth{Realm: "edgeway", Users: map[string]string{}, Pos: b.pos(d.Pos)}
+	if len(d.Args) == 2 {
+		a.Realm = d.Args[1].Value
+		if a.Realm == "" || strings.ContainsAny(a.Realm, "\"\\\r\n") {
+			b.errorf(d.Args[1].Pos, "basic_auth: invalid realm %q (no quotes, backslashes or line breaks)", a.Realm)
+		}
+	}
+	path := b.filePath(d, 0, SecretFile)
+	if path == "" {
+		return a
+	}
+	data, err := b.fs.ReadFile(path)
+	if err != nil {
+		b.errorf(d.Args[0].Pos, "basic_auth: %v", err)
+		return a
+	}
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		user, hash, ok := strings.Cut(line, ":")
+		switch {
+		case !ok || user == "":
+			b.errorf(d.Args[0].Pos, "basic_auth: %s:%d: expected user:hash", path, n+1)
+		case !strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") && !strings.HasPrefix(hash, "$2y$"):
+			b.errorf(d.Args[0].Pos, "basic_auth: %s:%d: user %q: only bcrypt hashes are accepted (make one with htpasswd -B)", path, n+1, user)
+		default:
+			a.Users[user] = hash
+		}
+	}
+	return a
+}

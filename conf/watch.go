@@ -92,6 +92,10 @@ func addressFiles(main string, d *routes.Directive) []string {
 	}
 	var out []string
 	for _, c := range d.Block.Directives {
+		if c.Name == "basic_auth" && len(c.Args) > 0 {
+			out = append(out, ConfigPath(main, c.Args[0].Value))
+			continue
+		}
 		if c.Name != "allow" && c.Name != "deny" && c.Name != "error_page" {
 			continue
 		}

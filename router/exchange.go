@@ -52,11 +52,12 @@ type requestState struct {
 	path     string // escaped path forwarded upstream
 	query    string // raw query forwarded upstream ($query)
 
-	rt      *route
-	rtIndex int // x.rt's index in x.l.routes; -1: none
-	errKind int // upstream error kind for the metrics; -1: none
-	upStart time.Time
-	upHead  time.Duration // the last try's wait for the response head
+	rt       *route
+	rtIndex  int // x.rt's index in x.l.routes; -1: none
+	errKind  int // upstream error kind for the metrics; -1: none
+	upStart  time.Time
+	upHead   time.Duration // the last try's wait for the response head
+	authUser string        // the user basic_auth verified; "" none
 	// corsOrigin is the Access-Control-Allow-Origin of the answer: a
 	// string of the route's policy; "" none.
 	corsOrigin string
@@ -157,6 +158,9 @@ func (x *exchange) serve() {
 		return
 	}
 	if x.rt.limits != nil && x.limited() {
+		return
+	}
+	if x.rt.auth != nil && x.authenticate() {
 		return
 	}
 	if x.redirectHTTPS() {

@@ -27,6 +27,9 @@ func (x *exchange) buildOutbound() {
 		x.outHdr = x.setTraceparent(x.outHdr)
 	}
 	x.outHdr = applyHeaders(x.outHdr, x.rt.chain.reqHeader)
+	if x.rt.auth != nil {
+		x.outHdr = x.setRemoteUser(x.outHdr)
+	}
 	// Lifetime: Target views x.target, and the other strings view the
 	// client's request (the front end's buffer) or the exchange's own:
 	// all valid until finish; the upstream client copies what it keeps

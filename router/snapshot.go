@@ -57,6 +57,7 @@ type route struct {
 	// errorPages: the route's error_page lines; nil: none.
 	errorPages errorPages
 	limits     []*routeLimit // set by Router.Apply; nil: none
+	auth       *basicAuth    // nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -102,7 +103,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
 		}
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
-			errorPages: compileErrorPages(rc.ErrorPages)}
+			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth)}
 	}
 	return routes, nil
 }
@@ -275,6 +276,12 @@ func policies(hl *httpListener, rt *route) []string {
 	}
 	if rt.cors != nil {
 		out = append(out, "cors")
+	}
+	for _, l := range rt.limits {
+		out = append(out, "limit "+l.name)
+	}
+	if rt.auth != nil {
+		out = append(out, "basic_auth")
 	}
 	if rt.errorPages != nil || hl.errorPages != nil {
 		out = append(out, "error_page")

@@ -244,6 +244,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "deny", Usage: "ADDR|CIDR|file PATH...", Min: 1, Max: -1, Repeat: true},
 		Spec{Name: "cors", Block: CORSBlock},
 		Spec{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
+		Spec{Name: "basic_auth", Usage: "HTPASSWD [REALM]", Min: 1, Max: 2},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 	),
 	CORSBlock: {
