@@ -356,7 +356,7 @@ type Route struct {
 	Limits []string
 	// BasicAuth asks for a user of an htpasswd file; nil: none.
 	BasicAuth *BasicAuth
-	Pos    Pos
+	Pos       Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`

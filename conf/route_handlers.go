@@ -111,7 +111,7 @@ var routeTable = table[*draft]{
 	"deny":                   func(b *builder, r *draft, d *routes.Directive) { b.addressList(d, &r.access.Deny) },
 	"cors":                   corsDirective,
 	"error_page":             func(b *builder, r *draft, d *routes.Directive) { b.errorPage(d, &r.errorPages) },
-	"basic_auth": func(b *builder, r *draft, d *routes.Directive) { r.basicAuth = b.basicAuth(d) },
+	"basic_auth":             func(b *builder, r *draft, d *routes.Directive) { r.basicAuth = b.basicAuth(d) },
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
