@@ -356,7 +356,10 @@ type Route struct {
 	Limits []string
 	// BasicAuth asks for a user of an htpasswd file; nil: none.
 	BasicAuth *BasicAuth
-	Pos       Pos
+	// Compress compresses the route's responses for clients that accept
+	// it; nil: none.
+	Compress *Compress
+	Pos      Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`
@@ -379,6 +382,26 @@ type Limit struct {
 	MaxKeys int
 	Pos     Pos
 }
+
+// Compress is a route's `compress { algorithms ...; types ...; min_size
+// SIZE }` block.
+type Compress struct {
+	// Algorithms in order of preference when the client's Accept-Encoding
+	// ranks several alike: "zstd", "br", "gzip". Default all three.
+	Algorithms []string
+	// Types are the media types compressed (parameters ignored).
+	// Default DefaultCompressTypes.
+	Types []string
+	// MinSize: a response whose Content-Length is below it goes as it is.
+	// Default 1 KiB.
+	MinSize int64
+	Pos     Pos
+}
+
+// DefaultCompressTypes are the media types a compress block compresses
+// when it names none: text and the structured formats that shrink.
+var DefaultCompressTypes = []string{"text/html", "text/css", "text/plain", "text/javascript", "text/event-stream",
+	"application/javascript", "application/json", "application/xml", "application/wasm", "image/svg+xml"}
 
 // BasicAuth is a route's `basic_auth FILE [REALM]` line: requests need
 // the credentials of a user of the htpasswd file FILE (bcrypt hashes

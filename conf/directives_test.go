@@ -213,6 +213,16 @@ func TestDirectives(t *testing.T) {
 		{desc: "limit bad rate", base: baseTop, line: "limit a { rate 10/day }", err: `4:16: rate: invalid rate "10/day"`},
 		{desc: "limit no rate", base: baseTop, line: "limit a { burst 5 }", err: `4:1: limit "a" has no rate`},
 		{desc: "limit key without name", base: baseTop, line: "limit a { rate 1/s; key cookie }", err: `4:25: key cookie: expected a name`},
+		{desc: "compress defaults", base: baseRoute, line: "to u; compress {}", check: func(c *Config) bool {
+			cp := c.Routes[0].Compress
+			return cp != nil && len(cp.Algorithms) == 3 && cp.MinSize == 1024 && len(cp.Types) == len(DefaultCompressTypes)
+		}},
+		{desc: "compress", base: baseRoute, line: "to u; compress { algorithms gzip br; types text/html Application/JSON; min_size 4KiB }", check: func(c *Config) bool {
+			cp := c.Routes[0].Compress
+			return cp.Algorithms[0] == "gzip" && len(cp.Algorithms) == 2 && cp.Types[1] == "application/json" && cp.MinSize == 4096
+		}},
+		{desc: "compress bad algorithm", base: baseRoute, line: "to u; compress { algorithms deflate }", err: `5:31: unknown compression algorithm "deflate"`},
+		{desc: "compress bad type", base: baseRoute, line: "to u; compress { types html }", err: `5:26: types: invalid media type "html"`},
 		// tcp route
 		{desc: "tcp route", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u; listeners web; priority 9 }", check: func(c *Config) bool {
 			r := c.TCPRoutes[0]

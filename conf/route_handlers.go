@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,7 @@ type draft struct {
 	errorPages  []ErrorPage
 	limits      []string
 	basicAuth   *BasicAuth
+	compress    *Compress
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -52,7 +54,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -112,6 +114,7 @@ var routeTable = table[*draft]{
 	"cors":                   corsDirective,
 	"error_page":             func(b *builder, r *draft, d *routes.Directive) { b.errorPage(d, &r.errorPages) },
 	"basic_auth":             func(b *builder, r *draft, d *routes.Directive) { r.basicAuth = b.basicAuth(d) },
+	"compress":               compressDirective,
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
@@ -365,4 +368,39 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// compressDirective reads a route's `compress { ... }` block; an empty
+// block takes the defaults.
+func compressDirective(b *builder, r *draft, d *routes.Directive) {
+	c := &Compress{MinSize: 1 << 10, Pos: b.pos(d.Pos)}
+	run(b, compressTable, c, d.Block.Directives)
+	if len(c.Algorithms) == 0 {
+		c.Algorithms = []string{"zstd", "br", "gzip"}
+	}
+	if len(c.Types) == 0 {
+		c.Types = DefaultCompressTypes
+	}
+	r.compress = c
+}
+
+var compressTable = table[*Compress]{
+	"algorithms": func(b *builder, c *Compress, d *routes.Directive) {
+		for _, a := range d.Args {
+			if v, ok := b.oneOf(a, "compression algorithm", []string{"zstd", "br", "gzip"}); ok && !slices.Contains(c.Algorithms, v) {
+				c.Algorithms = append(c.Algorithms, v)
+			}
+		}
+	},
+	"types": func(b *builder, c *Compress, d *routes.Directive) {
+		for _, a := range d.Args {
+			typ, sub, ok := strings.Cut(a.Value, "/")
+			if !ok || !httpsyntax.ValidToken(typ) || !httpsyntax.ValidToken(sub) {
+				b.errorf(a.Pos, "types: invalid media type %q (expected type/subtype, such as text/html)", a.Value)
+				continue
+			}
+			c.Types = append(c.Types, strings.ToLower(a.Value))
+		}
+	},
+	"min_size": func(b *builder, c *Compress, d *routes.Directive) { b.setSizeRange(d, 0, 1<<30, &c.MinSize) },
 }

@@ -19,16 +19,39 @@ func (x *exchange) relay() {
 	// until the first body read; WriteHead serialises or copies it first.
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
 	x.respHdr = x.sticky(applyHeaders(x.corsHeaders(x.respHdr), x.rt.chain.respHeader))
-	if err := x.w.WriteHead(resp.Status, x.respHdr, resp.ContentLength); err != nil || resp.Body == nil {
+	length, coding := resp.ContentLength, ""
+	if p := x.rt.compress; p != nil {
+		if resp.Body != nil {
+			coding = p.encoding(x.in, resp.Status, resp.Header, length)
+		}
+		if coding != "" {
+			x.respHdr, length = compressedHeader(x.respHdr, coding), -1
+		} else if p.compressible(resp.Header) {
+			x.respHdr = append(x.respHdr, httpmsg.Field{Name: "Vary", Value: "Accept-Encoding"})
+		}
+	}
+	if err := x.w.WriteHead(resp.Status, x.respHdr, length); err != nil || resp.Body == nil {
 		if resp.Body != nil {
 			resp.Body.Close()
 		}
 		return
 	}
 	stream := resp.ContentLength < 0 || isEventStream(resp.Header)
+	var dst io.Writer = &x.w
+	var enc encoder
+	if coding != "" {
+		enc = getEncoder(coding, &x.w)
+		dst = enc
+	}
 	g := x.wd.gen()
 	x.wd.arm(g, phaseDownload)
-	err := x.copyBody(resp.Body, stream)
+	err := x.copyBody(resp.Body, stream, dst, enc)
+	if enc != nil {
+		if err == nil && enc.Close() != nil {
+			err = errClientWrite
+		}
+		putEncoder(coding, enc)
+	}
 	x.wd.disarm(g, phaseDownload)
 	if err != nil {
 		resp.Body.Close()
@@ -45,10 +68,11 @@ func (x *exchange) relay() {
 	resp.Body.Close()
 }
 
-// copyBody copies the response body to the client with a pooled buffer.
-// A read error is the upstream's; a write error the client's (returned
-// as errClientWrite).
-func (x *exchange) copyBody(body io.Reader, stream bool) error {
+// copyBody copies the response body to the client through dst (the
+// client's writer, or enc, a compressor writing to it) with a pooled
+// buffer; a stream is flushed after each read. A read error is the
+// upstream's; a write error the client's (returned as errClientWrite).
+func (x *exchange) copyBody(body io.Reader, stream bool, dst io.Writer, enc encoder) error {
 	buf := buffers.Get()
 	// Lifetime: the buffer is only read into and written from here; the
 	// writers copy or send what they are given before Write returns.
@@ -57,10 +81,13 @@ func (x *exchange) copyBody(body io.Reader, stream bool) error {
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			x.wd.touch()
-			if _, err := x.w.Write(buf[:n]); err != nil {
+			if _, err := dst.Write(buf[:n]); err != nil {
 				return errClientWrite
 			}
 			if stream {
+				if enc != nil && enc.Flush() != nil {
+					return errClientWrite
+				}
 				if err := x.w.w.Flush(); err != nil {
 					return errClientWrite
 				}

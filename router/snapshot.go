@@ -58,6 +58,7 @@ type route struct {
 	errorPages errorPages
 	limits     []*routeLimit // set by Router.Apply; nil: none
 	auth       *basicAuth    // nil: none
+	compress   *compressPolicy
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -103,7 +104,8 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
 		}
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
-			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth)}
+			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth),
+			compress: compileCompress(rc.Compress)}
 	}
 	return routes, nil
 }

@@ -27,6 +27,7 @@ const (
 	ACMEBlock      BlockKind = "acme block"
 	CORSBlock      BlockKind = "cors block"
 	LimitBlock     BlockKind = "limit block"
+	CompressBlock  BlockKind = "compress block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -64,6 +65,11 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
 		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
 		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
+	},
+	CompressBlock: {
+		{Name: "algorithms", Usage: "zstd|br|gzip...", Min: 1, Max: 3},
+		{Name: "types", Usage: "MEDIA_TYPE...", Min: 1, Max: -1, Repeat: true},
+		{Name: "min_size", Usage: "SIZE", Min: 1, Max: 1},
 	},
 	LimitBlock: {
 		{Name: "rate", Usage: "N/s|N/m|N/h", Min: 1, Max: 1},
@@ -245,6 +251,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "cors", Block: CORSBlock},
 		Spec{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
 		Spec{Name: "basic_auth", Usage: "HTPASSWD [REALM]", Min: 1, Max: 2},
+		Spec{Name: "compress", Block: CompressBlock},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 	),
 	CORSBlock: {
@@ -357,7 +364,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {
