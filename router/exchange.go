@@ -28,6 +28,7 @@ type exchange struct {
 	logBuf   [64]byte            // the access log's client address text
 	traceHex [32]byte            // the access log's trace_id text
 	pageBuf  []byte              // a rendered error page (writeText)
+	certBuf  []byte              // the X-Forwarded-Client-Cert value
 	requestState
 }
 

@@ -55,6 +55,9 @@ func (x *exchange) setForwarded(h httpmsg.Header) httpmsg.Header {
 	}
 	x.buf = appendForwarded(x.buf, x.clientIP, in.Host, proto)
 	h = append(h, httpmsg.Field{Name: requestIDHeader, Value: x.reqID})
+	if in.ClientCert != nil {
+		h = append(h, httpmsg.Field{Name: clientCertHeader, Value: x.clientCertValue(in.ClientCert)})
+	}
 	return append(h, httpmsg.Field{Name: "Forwarded", Value: bytesString(x.buf)})
 }
 

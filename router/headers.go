@@ -46,7 +46,7 @@ var forwardingHeaders = []string{
 	"forwarded", "x-real-ip", "x-scheme", "x-forwarded-for", "x-forwarded-proto",
 	"x-forwarded-host", "x-forwarded-port", "x-forwarded-server", "x-forwarded-uri",
 	"x-forwarded-method", "x-forwarded-prefix", "x-forwarded-scheme",
-	"x-forwarded-tls-client-cert", "x-forwarded-tls-client-cert-info",
+	"x-forwarded-tls-client-cert", "x-forwarded-tls-client-cert-info", "x-forwarded-client-cert",
 	"x-request-id",
 }
 

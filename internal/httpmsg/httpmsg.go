@@ -12,6 +12,7 @@ package httpmsg
 
 import (
 	"context"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/netip"
@@ -144,6 +145,9 @@ type Request struct {
 	TLS        bool
 	TLSVersion uint16
 	ServerName string
+	// ClientCert is the certificate the client presented and the
+	// listener verified (`client_auth`); nil when none.
+	ClientCert *x509.Certificate
 	// Ctx ends when the client goes away (nil: never, as
 	// context.Background).
 	Ctx context.Context

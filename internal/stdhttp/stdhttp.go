@@ -192,6 +192,9 @@ func fill(req *httpmsg.Request, fields httpmsg.Header, r *http.Request) {
 	}
 	if r.TLS != nil {
 		req.TLSVersion, req.ServerName = r.TLS.Version, r.TLS.ServerName
+		if len(r.TLS.VerifiedChains) > 0 {
+			req.ClientCert = r.TLS.VerifiedChains[0][0]
+		}
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		req.ContentLength = 0

@@ -1,6 +1,7 @@
 package http1
 
 import (
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -30,6 +31,7 @@ type exchange struct {
 	tls   bool        // c's bytes pass through TLS: no raw socket reads or writes
 	tlsV  uint16      // the TLS version and SNI name when tls, for the request
 	sni   string
+	cert  *x509.Certificate // the client's verified certificate, if any
 
 	remote, local netip.AddrPort
 	req           httpmsg.Request
@@ -73,10 +75,13 @@ func (x *exchange) release() {
 // serveConn serves what c has sent; see Server.Serve.
 func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 	x.c = c
-	x.tls, x.tlsV, x.sni = false, 0, ""
+	x.tls, x.tlsV, x.sni, x.cert = false, 0, "", nil
 	if tc := c.TLS(); tc != nil {
 		cs := tc.ConnectionState()
 		x.tls, x.tlsV, x.sni = true, cs.Version, cs.ServerName
+		if len(cs.VerifiedChains) > 0 {
+			x.cert = cs.VerifiedChains[0][0]
+		}
 	}
 	x.remote = addrPort(c.RemoteAddr())
 	x.local = addrPort(c.LocalAddr())
@@ -217,7 +222,7 @@ func (x *exchange) serveOne() (act engine.Action, ok bool) {
 func (x *exchange) prepare() {
 	req, f := &x.req, &x.f
 	req.RemoteAddr, req.LocalAddr = x.remote, x.local
-	req.TLS, req.TLSVersion, req.ServerName = x.tls, x.tlsV, x.sni
+	req.TLS, req.TLSVersion, req.ServerName, req.ClientCert = x.tls, x.tlsV, x.sni, x.cert
 	req.Close = !f.KeepAlive
 	x.upgrade = f.Upgrade || req.Method == "CONNECT"
 	if f.H2CUpgrade {
