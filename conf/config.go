@@ -380,7 +380,10 @@ type Limit struct {
 	// MaxKeys bounds the buckets kept; past it the least recently
 	// refilled go (counted). Default 100000.
 	MaxKeys int
-	Pos     Pos
+	// MaxInFlight caps a key's requests under way at once (0: no cap);
+	// a limit has a rate, this cap, or both.
+	MaxInFlight int
+	Pos         Pos
 }
 
 // Compress is a route's `compress { algorithms ...; types ...; min_size

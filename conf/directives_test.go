@@ -211,7 +211,10 @@ func TestDirectives(t *testing.T) {
 		}},
 		{desc: "limit unknown", base: baseRoute, line: "to u; limit nope", err: `5:15: unknown limit "nope" (none is defined)`},
 		{desc: "limit bad rate", base: baseTop, line: "limit a { rate 10/day }", err: `4:16: rate: invalid rate "10/day"`},
-		{desc: "limit no rate", base: baseTop, line: "limit a { burst 5 }", err: `4:1: limit "a" has no rate`},
+		{desc: "limit no rate", base: baseTop, line: "limit a { burst 5 }", err: `4:1: limit "a" has no rate and no max_in_flight`},
+		{desc: "limit in flight only", base: baseTop, line: "limit a { max_in_flight 8; key route }", check: func(c *Config) bool {
+			return c.Limits[0].MaxInFlight == 8 && c.Limits[0].Rate == 0 && c.Limits[0].Key == "route"
+		}},
 		{desc: "limit key without name", base: baseTop, line: "limit a { rate 1/s; key cookie }", err: `4:25: key cookie: expected a name`},
 		{desc: "compress defaults", base: baseRoute, line: "to u; compress {}", check: func(c *Config) bool {
 			cp := c.Routes[0].Compress

@@ -12,8 +12,8 @@ import (
 func limitDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	l := Limit{Name: b.name(d, "limit"), Key: "client_ip", MaxKeys: 100000, Pos: b.pos(d.Pos)}
 	run(b, limitTable, &l, d.Block.Directives)
-	if l.Rate == 0 && !hasDirective(d, "rate") {
-		b.missingf(d, "limit %q has no rate (expected `rate 100/s`, `rate 600/m` or `rate 10000/h`)", l.Name)
+	if l.Rate == 0 && l.MaxInFlight == 0 && !hasDirective(d, "rate") && !hasDirective(d, "max_in_flight") {
+		b.missingf(d, "limit %q has no rate and no max_in_flight (expected `rate 100/s`, `rate 600/m`, `rate 10000/h` or `max_in_flight N`)", l.Name)
 	}
 	if l.Burst == 0 {
 		l.Burst = l.Rate
@@ -33,8 +33,9 @@ var limitTable = table[*Limit]{
 		}
 		l.Rate, l.Per = v, unit
 	},
-	"burst":    func(b *builder, l *Limit, d *routes.Directive) { b.setIntRange(d, 1, 1<<30, "", &l.Burst) },
-	"max_keys": func(b *builder, l *Limit, d *routes.Directive) { b.setIntRange(d, 1, 1<<26, "", &l.MaxKeys) },
+	"burst":         func(b *builder, l *Limit, d *routes.Directive) { b.setIntRange(d, 1, 1<<30, "", &l.Burst) },
+	"max_keys":      func(b *builder, l *Limit, d *routes.Directive) { b.setIntRange(d, 1, 1<<26, "", &l.MaxKeys) },
+	"max_in_flight": func(b *builder, l *Limit, d *routes.Directive) { b.setIntRange(d, 1, 1<<20, "", &l.MaxInFlight) },
 	"key": func(b *builder, l *Limit, d *routes.Directive) {
 		kind, ok := b.oneOf(d.Args[0], "limit key", []string{"client_ip", "route", "header", "cookie"})
 		if !ok {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
+	"github.com/edgeway/edgeway/internal/ratelimit"
 	"github.com/edgeway/edgeway/routes/rule"
 	"github.com/edgeway/edgeway/upstream"
 	"github.com/edgeway/edgeway/upstream/httpclient"
@@ -59,6 +60,10 @@ type requestState struct {
 	upStart  time.Time
 	upHead   time.Duration // the last try's wait for the response head
 	authUser string        // the user basic_auth verified; "" none
+	// slots are the max_in_flight places the request holds (released in
+	// finish).
+	slots  [maxHeldSlots]ratelimit.Slot
+	nslots int
 	// corsOrigin is the Access-Control-Allow-Origin of the answer: a
 	// string of the route's policy; "" none.
 	corsOrigin string

@@ -25,6 +25,9 @@ type routeLimit struct {
 	quoted  string // the name as a structured-field string
 }
 
+// maxHeldSlots is how many limits with max_in_flight one route may name.
+const maxHeldSlots = 4
+
 type limitEntry struct {
 	cfg conf.Limit
 	rl  *routeLimit
@@ -39,10 +42,13 @@ func (r *Router) syncLimits(cfg []conf.Limit) map[string]*routeLimit {
 		c.Pos = conf.Pos{}
 		e := r.limits[c.Name]
 		if e == nil || e.cfg != c {
-			window := max(int64(c.Per.Seconds())*int64(c.Burst)/int64(c.Rate), 1)
-			e = &limitEntry{cfg: c, rl: &routeLimit{name: c.Name, l: ratelimit.New(c.Rate, c.Per, c.Burst, c.MaxKeys),
-				key: c.Key, keyName: c.KeyName, quoted: strconv.Quote(c.Name),
-				policy: strconv.Quote(c.Name) + ";q=" + strconv.Itoa(c.Burst) + ";w=" + strconv.FormatInt(window, 10)}}
+			rl := &routeLimit{name: c.Name, l: ratelimit.NewWithCap(c.Rate, c.Per, c.Burst, c.MaxKeys, c.MaxInFlight),
+				key: c.Key, keyName: c.KeyName, quoted: strconv.Quote(c.Name)}
+			if c.Rate > 0 {
+				window := max(int64(c.Per.Seconds())*int64(c.Burst)/int64(c.Rate), 1)
+				rl.policy = rl.quoted + ";q=" + strconv.Itoa(c.Burst) + ";w=" + strconv.FormatInt(window, 10)
+			}
+			e = &limitEntry{cfg: c, rl: rl}
 		}
 		next[c.Name], out[c.Name] = e, e.rl
 	}
@@ -79,13 +85,24 @@ func (s *Snapshot) attachLimits(routes []conf.Route, lims map[string]*routeLimit
 // when one refuses it. It reports whether the request was answered.
 func (x *exchange) limited() bool {
 	for _, rl := range x.rt.limits {
-		d := rl.l.Allow(x.limitKey(rl))
+		d, slot := rl.l.Acquire(x.limitKey(rl))
 		if d.Allowed {
+			if x.nslots < maxHeldSlots {
+				x.slots[x.nslots] = slot
+				x.nslots++
+			} else {
+				slot.Release() // past maxHeldSlots capped limits a route's cap is not held
+			}
 			continue
 		}
 		retry := ceilSeconds(int64(d.RetryAfter))
 		b := strconv.AppendInt(x.buf[:0], retry, 10)
 		n := len(b)
+		if rl.policy == "" { // a concurrency cap alone
+			x.buf = b
+			x.writeText(429, errorBodies[429], false, httpmsg.Field{Name: "Retry-After", Value: bytesString(b)})
+			return true
+		}
 		b = append(b, rl.quoted...)
 		b = append(b, ";r=0;t="...)
 		b = strconv.AppendInt(b, ceilSeconds(int64(d.Reset)), 10)
@@ -97,6 +114,14 @@ func (x *exchange) limited() bool {
 		return true
 	}
 	return false
+}
+
+// releaseSlots gives back the concurrency slots the request holds.
+func (x *exchange) releaseSlots() {
+	for i := range x.nslots {
+		x.slots[i].Release()
+	}
+	x.nslots = 0
 }
 
 func ceilSeconds(ns int64) int64 { return (ns + 1e9 - 1) / 1e9 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,55 @@ func TestCookieValue(t *testing.T) {
 		if got := cookieValue(h, name); got != want {
 			t.Errorf("cookieValue(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestMaxInFlight: a limit with max_in_flight lets a key hold that many
+// requests at once; the next gets 429 until one finishes.
+func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			entered <- struct{}{}
+			<-release
+		}
+	}))
+	t.Cleanup(up.Close)
+	r := testRoute(t, "r", "PathPrefix(`/`)", "u")
+	r.Limits = []string{"conc"}
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("u", []string{addr(up)})},
+		Routes:    []conf.Route{r},
+		Limits:    []conf.Limit{{Name: "conc", MaxInFlight: 2, Burst: 1, Key: "client_ip", MaxKeys: 100}},
+	}
+	_, fe := front(t, cfg, Options{})
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := http.Get(fe.URL + "/slow")
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	<-entered
+	<-entered
+	if resp, _ := do(t, nil, newReq(t, "GET", fe.URL+"/fast")); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("a third request while two are held: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	close(release)
+	for range 2 {
+		if c := <-done; c != 200 {
+			t.Errorf("a held request: %d", c)
+		}
+	}
+	if resp, _ := do(t, nil, newReq(t, "GET", fe.URL+"/fast")); resp.StatusCode != 200 {
+		t.Errorf("after both finished: %d", resp.StatusCode)
 	}
 }

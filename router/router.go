@@ -203,6 +203,7 @@ func (r *Router) finish(x *exchange) {
 	}
 	joined := x.closeBody()
 	x.end()
+	x.releaseSlots()
 	if x.tc.span != nil {
 		x.endSpan()
 	}

@@ -76,6 +76,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "burst", Usage: "N", Min: 1, Max: 1},
 		{Name: "key", Usage: "client_ip|route|header NAME|cookie NAME", Min: 1, Max: 2},
 		{Name: "max_keys", Usage: "N", Min: 1, Max: 1},
+		{Name: "max_in_flight", Usage: "N", Min: 1, Max: 1},
 	},
 	ListenBlock: {
 		{Name: "addr", Usage: "ADDR", Min: 1, Max: 1},

@@ -16,6 +16,8 @@ const shards = 64
 
 // Limiter admits requests at Rate per Per with bursts of Burst, per key.
 type Limiter struct {
+	rated     bool  // a rate applies (else only the concurrency cap)
+	maxFlight int32 // requests in flight per key; 0: no cap
 	interval  int64 // ns between requests at the sustained rate
 	tolerance int64 // how far ahead of now a key's TAT may run: (burst-1) * interval
 	burst     int
@@ -34,14 +36,35 @@ type shard struct {
 	tats map[string]*bucket
 }
 
-// bucket is one key's theoretical arrival time (ns, monotonic).
-type bucket struct{ tat int64 }
+// bucket is one key's theoretical arrival time (ns, monotonic) and, with
+// a concurrency cap, its requests in flight.
+type bucket struct {
+	tat      int64
+	inFlight atomic.Int32
+}
 
-// New returns a limiter of rate requests per per, bursts of burst (at
-// least 1) and at most maxKeys keys (at least one per shard).
+// Slot is a request's place under a key's concurrency cap; Release gives
+// it back. The zero Slot holds nothing.
+type Slot struct{ b *bucket }
+
+// Release ends the request's hold; it must be called once.
+func (s Slot) Release() {
+	if s.b != nil {
+		s.b.inFlight.Add(-1)
+	}
+}
+
+// New returns a limiter of rate requests per per (0: no rate), bursts of
+// burst (at least 1) and at most maxKeys keys (at least one per shard).
 func New(rate int, per time.Duration, burst, maxKeys int) *Limiter {
+	return NewWithCap(rate, per, burst, maxKeys, 0)
+}
+
+// NewWithCap is New with at most maxInFlight requests of a key at once
+// (0: no cap); Acquire takes the slots.
+func NewWithCap(rate int, per time.Duration, burst, maxKeys, maxInFlight int) *Limiter {
 	burst = max(burst, 1)
-	l := &Limiter{interval: int64(per) / int64(max(rate, 1)), burst: burst,
+	l := &Limiter{rated: rate > 0, maxFlight: int32(maxInFlight), interval: int64(per) / int64(max(rate, 1)), burst: burst,
 		maxPer: max(maxKeys/shards, 1), seed: maphash.MakeSeed()}
 	l.tolerance = int64(burst-1) * l.interval
 	for i := range l.shard {
@@ -68,10 +91,23 @@ type Decision struct {
 // Allow counts one request for key. key may view a buffer: it is copied
 // only when a new key is stored.
 func (l *Limiter) Allow(key string) Decision {
-	return l.allowAt(key, now())
+	d, _ := l.acquireAt(key, now())
+	return d
+}
+
+// Acquire is Allow for a limiter with a concurrency cap: an admitted
+// request holds a slot of its key until it calls Release on it (nil
+// without a cap). A key at its cap is refused with RetryAfter 1s.
+func (l *Limiter) Acquire(key string) (Decision, Slot) {
+	return l.acquireAt(key, now())
 }
 
 func (l *Limiter) allowAt(key string, t int64) Decision {
+	d, _ := l.acquireAt(key, t)
+	return d
+}
+
+func (l *Limiter) acquireAt(key string, t int64) (Decision, Slot) {
 	s := &l.shard[maphash.String(l.seed, key)%shards]
 	s.mu.Lock()
 	b := s.tats[key]
@@ -79,12 +115,19 @@ func (l *Limiter) allowAt(key string, t int64) Decision {
 	if b != nil && b.tat > t {
 		tat = b.tat
 	}
-	if allowAt := tat - l.tolerance; t < allowAt {
+	if allowAt := tat - l.tolerance; l.rated && t < allowAt {
 		s.mu.Unlock()
 		l.limited.Add(1)
-		return Decision{RetryAfter: time.Duration(allowAt - t), Reset: time.Duration(tat - t)}
+		return Decision{RetryAfter: time.Duration(allowAt - t), Reset: time.Duration(tat - t)}, Slot{}
 	}
-	tat += l.interval
+	if l.maxFlight > 0 && b != nil && b.inFlight.Load() >= l.maxFlight {
+		s.mu.Unlock()
+		l.limited.Add(1)
+		return Decision{RetryAfter: time.Second}, Slot{}
+	}
+	if l.rated {
+		tat += l.interval
+	}
 	if b != nil {
 		b.tat = tat
 	} else {
@@ -92,33 +135,48 @@ func (l *Limiter) allowAt(key string, t int64) Decision {
 			s.evict(t)
 			l.evicted.Add(1)
 		}
-		s.tats[string([]byte(key))] = &bucket{tat} // a copy: key may view a buffer
+		b = &bucket{tat: tat}
+		s.tats[string([]byte(key))] = b // a copy: key may view a buffer
+	}
+	var slot Slot
+	if l.maxFlight > 0 {
+		b.inFlight.Add(1)
+		slot = Slot{b}
 	}
 	s.mu.Unlock()
 	l.allowed.Add(1)
-	return Decision{Allowed: true, Remaining: int((t + l.tolerance - (tat - l.interval)) / l.interval), Reset: time.Duration(tat - t)}
+	d := Decision{Allowed: true}
+	if l.rated {
+		d.Remaining, d.Reset = int((t+l.tolerance-(tat-l.interval))/l.interval), time.Duration(tat-t)
+	}
+	return d, slot
 }
 
 // evict drops one key to make room: of a few sampled (map order is
-// random), one whose bucket is already full again (nothing is lost), else
-// the one closest to full. Under s.mu.
+// random) and not held by requests in flight, one whose bucket is already
+// full again (nothing is lost), else the one closest to full. Under s.mu.
 func (s *shard) evict(t int64) {
 	var victim string
-	best, n := int64(1<<63-1), 0
+	found, best, n := false, int64(1<<63-1), 0
 	for k, b := range s.tats {
 		tat := b.tat
+		if b.inFlight.Load() > 0 {
+			continue // its requests still hold it
+		}
 		if tat <= t {
-			victim = k
+			victim, found = k, true
 			break
 		}
 		if tat < best {
-			victim, best = k, tat
+			victim, best, found = k, tat, true
 		}
 		if n++; n == 8 {
 			break
 		}
 	}
-	delete(s.tats, victim)
+	if found { // else every key sampled is held: the shard grows by one
+		delete(s.tats, victim)
+	}
 }
 
 // Stats are a limiter's counts since it was made.

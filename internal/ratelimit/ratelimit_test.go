@@ -101,3 +101,30 @@ func BenchmarkAllow(b *testing.B) {
 		i++
 	}
 }
+
+// TestInFlightCap: a key holds at most its cap of requests at once; a
+// released slot admits the next.
+func TestInFlightCap(t *testing.T) {
+	l := NewWithCap(0, time.Second, 1, 1000, 2)
+	_, s1 := l.Acquire("k")
+	d2, s2 := l.Acquire("k")
+	d3, _ := l.Acquire("k")
+	if !d2.Allowed || d3.Allowed || d3.RetryAfter != time.Second {
+		t.Fatalf("second %+v third %+v, want the cap at 2", d2, d3)
+	}
+	if d, s := l.Acquire("other"); !d.Allowed {
+		t.Fatal("another key was refused")
+	} else {
+		s.Release()
+	}
+	s1.Release()
+	d4, s4 := l.Acquire("k")
+	if !d4.Allowed {
+		t.Fatal("a released slot did not admit the next")
+	}
+	s2.Release()
+	s4.Release()
+	if n := testing.AllocsPerRun(100, func() { _, s := l.Acquire("k"); s.Release() }); n != 0 {
+		t.Errorf("%v allocations per acquire, want 0", n)
+	}
+}
