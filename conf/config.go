@@ -359,7 +359,9 @@ type Route struct {
 	// Compress compresses the route's responses for clients that accept
 	// it; nil: none.
 	Compress *Compress
-	Pos      Pos
+	// ForwardAuth asks an auth service about each request; nil: none.
+	ForwardAuth *ForwardAuth
+	Pos         Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`
@@ -383,6 +385,19 @@ type Limit struct {
 	// MaxInFlight caps a key's requests under way at once (0: no cap);
 	// a limit has a rate, this cap, or both.
 	MaxInFlight int
+	Pos         Pos
+}
+
+// ForwardAuth is a route's `forward_auth URL { timeout D; copy_headers
+// NAME...; cache D }` block: before a request goes on, the auth service
+// at URL is asked with the request's method, URI, host and credentials; a
+// 2xx lets it through (with CopyHeaders from that answer), anything else
+// is the client's answer.
+type ForwardAuth struct {
+	URL         string
+	Timeout     time.Duration // default 2s; past it the client gets 503
+	CopyHeaders []string      // canonical
+	Cache       time.Duration // how long a 2xx for the same credentials counts; 0: off
 	Pos         Pos
 }
 

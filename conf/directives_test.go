@@ -226,6 +226,11 @@ func TestDirectives(t *testing.T) {
 		}},
 		{desc: "compress bad algorithm", base: baseRoute, line: "to u; compress { algorithms deflate }", err: `5:31: unknown compression algorithm "deflate"`},
 		{desc: "compress bad type", base: baseRoute, line: "to u; compress { types html }", err: `5:26: types: invalid media type "html"`},
+		{desc: "forward_auth", base: baseRoute, line: "to u; forward_auth http://auth.internal:9091/check { copy_headers x-user; cache 30s; timeout 1s }", check: func(c *Config) bool {
+			a := c.Routes[0].ForwardAuth
+			return a != nil && a.URL == "http://auth.internal:9091/check" && a.CopyHeaders[0] == "X-User" && a.Cache == 30*time.Second && a.Timeout == time.Second
+		}},
+		{desc: "forward_auth bad URL", base: baseRoute, line: "to u; forward_auth ftp://a/b {}", err: `5:22: forward_auth: invalid URL "ftp://a/b"`},
 		// tcp route
 		{desc: "tcp route", base: baseTop, line: "tcp route db { match HostSNI(`db.example.com`); to u; listeners web; priority 9 }", check: func(c *Config) bool {
 			r := c.TCPRoutes[0]

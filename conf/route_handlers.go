@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/routes"
@@ -38,6 +39,7 @@ type draft struct {
 	limits      []string
 	basicAuth   *BasicAuth
 	compress    *Compress
+	forwardAuth *ForwardAuth
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -54,7 +56,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -115,6 +117,7 @@ var routeTable = table[*draft]{
 	"error_page":             func(b *builder, r *draft, d *routes.Directive) { b.errorPage(d, &r.errorPages) },
 	"basic_auth":             func(b *builder, r *draft, d *routes.Directive) { r.basicAuth = b.basicAuth(d) },
 	"compress":               compressDirective,
+	"forward_auth":           forwardAuthDirective,
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
@@ -403,4 +406,36 @@ var compressTable = table[*Compress]{
 		}
 	},
 	"min_size": func(b *builder, c *Compress, d *routes.Directive) { b.setSizeRange(d, 0, 1<<30, &c.MinSize) },
+}
+
+// forwardAuthDirective reads a route's `forward_auth URL { ... }`.
+func forwardAuthDirective(b *builder, r *draft, d *routes.Directive) {
+	a := &ForwardAuth{URL: d.Args[0].Value, Timeout: 2 * time.Second, Pos: b.pos(d.Pos)}
+	if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		b.errorf(d.Args[0].Pos, "forward_auth: invalid URL %q (expected http://host[:port]/path or https://...)", a.URL)
+	}
+	if d.Block != nil {
+		run(b, forwardAuthTable, a, d.Block.Directives)
+	}
+	r.forwardAuth = a
+}
+
+var forwardAuthTable = table[*ForwardAuth]{
+	"timeout": func(b *builder, a *ForwardAuth, d *routes.Directive) {
+		if v, ok := b.duration(d, true); ok {
+			a.Timeout = v
+		}
+	},
+	"copy_headers": func(b *builder, a *ForwardAuth, d *routes.Directive) {
+		a.CopyHeaders = append(a.CopyHeaders, b.headerNames(d)...)
+	},
+	"cache": func(b *builder, a *ForwardAuth, d *routes.Directive) {
+		if d.Args[0].Value == "off" {
+			a.Cache = 0
+			return
+		}
+		if v, ok := b.duration(d, false); ok {
+			a.Cache = v
+		}
+	},
 }

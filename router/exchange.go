@@ -60,6 +60,8 @@ type requestState struct {
 	upStart  time.Time
 	upHead   time.Duration // the last try's wait for the response head
 	authUser string        // the user basic_auth verified; "" none
+	// authFields are the fields forward_auth's answer grants upstream.
+	authFields []httpmsg.Field
 	// slots are the max_in_flight places the request holds (released in
 	// finish).
 	slots  [maxHeldSlots]ratelimit.Slot
@@ -167,6 +169,9 @@ func (x *exchange) serve() {
 		return
 	}
 	if x.rt.auth != nil && x.authenticate() {
+		return
+	}
+	if x.rt.fwdAuth != nil && x.forwardAuthenticate() {
 		return
 	}
 	if x.redirectHTTPS() {

@@ -30,6 +30,9 @@ func (x *exchange) buildOutbound() {
 	if x.rt.auth != nil {
 		x.outHdr = x.setRemoteUser(x.outHdr)
 	}
+	if x.rt.fwdAuth != nil {
+		x.outHdr = x.setAuthFields(x.outHdr)
+	}
 	// Lifetime: Target views x.target, and the other strings view the
 	// client's request (the front end's buffer) or the exchange's own:
 	// all valid until finish; the upstream client copies what it keeps

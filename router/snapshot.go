@@ -59,6 +59,7 @@ type route struct {
 	limits     []*routeLimit // set by Router.Apply; nil: none
 	auth       *basicAuth    // nil: none
 	compress   *compressPolicy
+	fwdAuth    *forwardAuth // nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -105,7 +106,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		}
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth),
-			compress: compileCompress(rc.Compress)}
+			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth)}
 	}
 	return routes, nil
 }
@@ -284,6 +285,9 @@ func policies(hl *httpListener, rt *route) []string {
 	}
 	if rt.auth != nil {
 		out = append(out, "basic_auth")
+	}
+	if rt.fwdAuth != nil {
+		out = append(out, "forward_auth")
 	}
 	if rt.errorPages != nil || hl.errorPages != nil {
 		out = append(out, "error_page")

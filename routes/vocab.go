@@ -6,28 +6,29 @@ type BlockKind string
 
 // The places directives appear.
 const (
-	MainBlock      BlockKind = "main file"
-	RouteFileBlock BlockKind = "route file"
-	ListenBlock    BlockKind = "listen block"
-	AdminBlock     BlockKind = "admin block"
-	LogBlock       BlockKind = "log block"
-	TracingBlock   BlockKind = "tracing block"
-	RuntimeBlock   BlockKind = "runtime block"
-	UpstreamBlock  BlockKind = "upstream block"
-	RouteBlock     BlockKind = "route block"
-	TCPRouteBlock  BlockKind = "tcp route block"
-	HealthBlock    BlockKind = "health block"
-	OutlierBlock   BlockKind = "outlier block"
-	RetryBlock     BlockKind = "retries block"
-	BreakerBlock   BlockKind = "breaker block"
-	TLSBlock       BlockKind = "tls block"
-	ListenTLSBlock BlockKind = "listen tls block"
-	H2Block        BlockKind = "h2 block"
-	QUICBlock      BlockKind = "quic block"
-	ACMEBlock      BlockKind = "acme block"
-	CORSBlock      BlockKind = "cors block"
-	LimitBlock     BlockKind = "limit block"
-	CompressBlock  BlockKind = "compress block"
+	MainBlock        BlockKind = "main file"
+	RouteFileBlock   BlockKind = "route file"
+	ListenBlock      BlockKind = "listen block"
+	AdminBlock       BlockKind = "admin block"
+	LogBlock         BlockKind = "log block"
+	TracingBlock     BlockKind = "tracing block"
+	RuntimeBlock     BlockKind = "runtime block"
+	UpstreamBlock    BlockKind = "upstream block"
+	RouteBlock       BlockKind = "route block"
+	TCPRouteBlock    BlockKind = "tcp route block"
+	HealthBlock      BlockKind = "health block"
+	OutlierBlock     BlockKind = "outlier block"
+	RetryBlock       BlockKind = "retries block"
+	BreakerBlock     BlockKind = "breaker block"
+	TLSBlock         BlockKind = "tls block"
+	ListenTLSBlock   BlockKind = "listen tls block"
+	H2Block          BlockKind = "h2 block"
+	QUICBlock        BlockKind = "quic block"
+	ACMEBlock        BlockKind = "acme block"
+	CORSBlock        BlockKind = "cors block"
+	LimitBlock       BlockKind = "limit block"
+	CompressBlock    BlockKind = "compress block"
+	ForwardAuthBlock BlockKind = "forward_auth block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -65,6 +66,11 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
 		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
 		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
+	},
+	ForwardAuthBlock: {
+		{Name: "timeout", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "copy_headers", Usage: "NAME...", Min: 1, Max: -1, Repeat: true},
+		{Name: "cache", Usage: "DURATION|off", Min: 1, Max: 1},
 	},
 	CompressBlock: {
 		{Name: "algorithms", Usage: "zstd|br|gzip...", Min: 1, Max: 3},
@@ -253,6 +259,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Repeat: true},
 		Spec{Name: "basic_auth", Usage: "HTPASSWD [REALM]", Min: 1, Max: 2},
 		Spec{Name: "compress", Block: CompressBlock},
+		Spec{Name: "forward_auth", Usage: "URL", Min: 1, Max: 1, Block: ForwardAuthBlock},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 	),
 	CORSBlock: {
@@ -365,7 +372,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock, ForwardAuthBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

@@ -1,0 +1,142 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
+)
+
+// forwardAuth is a route's `forward_auth`, compiled at load time.
+type forwardAuth struct {
+	url    string
+	client *http.Client
+	copy   []string // canonical names copied from a 2xx into the request
+	ttl    time.Duration
+
+	mu    sync.Mutex
+	cache map[[32]byte]authGrant // credentials digest -> grant
+}
+
+type authGrant struct {
+	until  time.Time
+	fields []httpmsg.Field
+}
+
+const (
+	maxAuthBody  = 64 << 10 // of an auth answer passed to the client
+	maxAuthCache = 4096
+)
+
+func compileForwardAuth(a *conf.ForwardAuth) *forwardAuth {
+	if a == nil {
+		return nil
+	}
+	return &forwardAuth{url: a.URL, copy: a.CopyHeaders, ttl: a.Cache, cache: map[[32]byte]authGrant{},
+		client: &http.Client{Timeout: a.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// authAnswerFields are what the client gets of a refusing auth answer.
+var authAnswerFields = []string{"Content-Type", "Www-Authenticate", "Location", "Set-Cookie", "Retry-After", "Cache-Control"}
+
+// forwardAuthenticate asks the route's auth service about the request.
+// It reports whether the request was answered (refused, or the service
+// failed: 503).
+func (x *exchange) forwardAuthenticate() bool {
+	fa := x.rt.fwdAuth
+	creds := x.in.Header.Get("Authorization") + "\x00" + x.in.Header.Get("Cookie")
+	var key [32]byte
+	if fa.ttl > 0 && creds != "\x00" {
+		key = sha256.Sum256([]byte(creds))
+		fa.mu.Lock()
+		g, ok := fa.cache[key]
+		fa.mu.Unlock()
+		if ok && time.Now().Before(g.until) {
+			x.authFields = g.fields
+			return false
+		}
+	}
+	req, err := http.NewRequestWithContext(x.in.Context(), http.MethodGet, fa.url, nil)
+	if err != nil {
+		x.plainError(500)
+		return true
+	}
+	for _, f := range x.in.Header {
+		if !hopByHop(f.Name) && !httpmsg.EqualFold(f.Name, "Content-Length") {
+			req.Header.Add(f.Name, f.Value)
+		}
+	}
+	proto := "http"
+	if x.in.TLS {
+		proto = "https"
+	}
+	req.Header.Set("X-Forwarded-Method", x.in.Method)
+	req.Header.Set("X-Forwarded-Proto", proto)
+	req.Header.Set("X-Forwarded-Host", x.in.Host)
+	req.Header.Set("X-Forwarded-Uri", x.in.Target)
+	req.Header.Set("X-Forwarded-For", x.clientIP)
+	req.Header.Set(requestIDHeader, x.reqID)
+	resp, err := fa.client.Do(req)
+	if err != nil {
+		x.r.log.LogAttrs(context.Background(), slog.LevelWarn, "forward auth failed",
+			slog.String("route", x.rt.name), slog.String("auth", fa.url), slog.String("error", err.Error()))
+		x.plainError(503)
+		return true
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAuthBody))
+		h := x.respHdr[:0]
+		for _, n := range authAnswerFields {
+			for _, v := range resp.Header[n] {
+				h = append(h, httpmsg.Field{Name: n, Value: v})
+			}
+		}
+		x.respHdr = h
+		if x.w.WriteHead(resp.StatusCode, h, int64(len(body))) == nil {
+			x.w.Write(body)
+		}
+		return true
+	}
+	var fields []httpmsg.Field
+	for _, n := range fa.copy {
+		for _, v := range resp.Header[n] {
+			fields = append(fields, httpmsg.Field{Name: n, Value: v})
+		}
+	}
+	x.authFields = fields
+	if fa.ttl > 0 && creds != "\x00" {
+		fa.mu.Lock()
+		if len(fa.cache) >= maxAuthCache {
+			for k := range fa.cache { // any one: map order is random
+				delete(fa.cache, k)
+				break
+			}
+		}
+		fa.cache[key] = authGrant{until: time.Now().Add(fa.ttl), fields: fields}
+		fa.mu.Unlock()
+	}
+	return false
+}
+
+// setAuthFields puts the fields the auth service granted in the outbound
+// fields h, in place of a client's own copies.
+func (x *exchange) setAuthFields(h httpmsg.Header) httpmsg.Header {
+	out := h[:0]
+next:
+	for _, f := range h {
+		for _, n := range x.rt.fwdAuth.copy {
+			if httpmsg.EqualFold(f.Name, n) {
+				continue next
+			}
+		}
+		out = append(out, f)
+	}
+	return append(out, x.authFields...)
+}
