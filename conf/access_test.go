@@ -119,3 +119,25 @@ func TestBasicAuthFile(t *testing.T) {
 		t.Errorf("a SHA1 hash: %v", err)
 	}
 }
+
+// TestJWTBlock: the key set file is read and checked at load.
+func TestJWTBlock(t *testing.T) {
+	t.Parallel()
+	src := "listen web { addr :80 }\nupstream u { server a:1 }\nroute r {\n  match Path(`/`)\n  jwt { jwks keys.json; issuer https://id.test; audience api; claim_header sub x-user }\n  to u\n}\n"
+	const jwks = `{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k1","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`
+	cfg, err := loadString(t, src, "keys.json", jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := cfg.Routes[0].JWT
+	if j == nil || j.Issuer != "https://id.test" || j.Audience != "api" || j.ClaimHeaders[0] != [2]string{"sub", "X-User"} || string(j.JWKS) != jwks {
+		t.Fatalf("jwt %+v", j)
+	}
+	if _, err := loadString(t, src, "keys.json", `{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`); err == nil ||
+		!strings.Contains(err.Error(), `main.conf:5:14: jwks: keys.json: key 0 (""): key type "oct"`) {
+		t.Errorf("a shared-secret key: %v", err)
+	}
+	if _, err := loadString(t, strings.Replace(src, "jwks keys.json; ", "", 1)); err == nil || !strings.Contains(err.Error(), "jwt block has no jwks") {
+		t.Errorf("no jwks: %v", err)
+	}
+}

@@ -361,7 +361,9 @@ type Route struct {
 	Compress *Compress
 	// ForwardAuth asks an auth service about each request; nil: none.
 	ForwardAuth *ForwardAuth
-	Pos         Pos
+	// JWT requires a valid bearer token; nil: none.
+	JWT *JWT
+	Pos Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`
@@ -386,6 +388,22 @@ type Limit struct {
 	// a limit has a rate, this cap, or both.
 	MaxInFlight int
 	Pos         Pos
+}
+
+// JWT is a route's `jwt { jwks FILE; issuer ISS; audience AUD;
+// claim_header CLAIM HEADER; leeway D }` block: a request needs an
+// `Authorization: Bearer` token signed by a key of the JWKS file (RS256,
+// ES256 or EdDSA), not expired, with the issuer and audience given.
+type JWT struct {
+	JWKS     []byte // the key set file's content, read at load (watched)
+	JWKSFile string
+	Issuer   string
+	Audience string
+	// ClaimHeaders copy string claims into request fields upstream, in
+	// order: claim name, header name (canonical).
+	ClaimHeaders [][2]string
+	Leeway       time.Duration // allowed clock skew on exp and nbf; default 30s
+	Pos          Pos
 }
 
 // ForwardAuth is a route's `forward_auth URL { timeout D; copy_headers

@@ -40,6 +40,7 @@ type draft struct {
 	basicAuth   *BasicAuth
 	compress    *Compress
 	forwardAuth *ForwardAuth
+	jwt         *JWT
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -56,7 +57,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -118,6 +119,7 @@ var routeTable = table[*draft]{
 	"basic_auth":             func(b *builder, r *draft, d *routes.Directive) { r.basicAuth = b.basicAuth(d) },
 	"compress":               compressDirective,
 	"forward_auth":           forwardAuthDirective,
+	"jwt":                    jwtDirective,
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
@@ -436,6 +438,49 @@ var forwardAuthTable = table[*ForwardAuth]{
 		}
 		if v, ok := b.duration(d, false); ok {
 			a.Cache = v
+		}
+	},
+}
+
+// jwtDirective reads a route's `jwt { ... }` block.
+func jwtDirective(b *builder, r *draft, d *routes.Directive) {
+	j := &JWT{Leeway: 30 * time.Second, Pos: b.pos(d.Pos)}
+	run(b, jwtTable, j, d.Block.Directives)
+	if j.JWKSFile == "" && !hasDirective(d, "jwks") {
+		b.missingf(d, "jwt block has no jwks (expected `jwks FILE`, a JSON Web Key Set)")
+	}
+	r.jwt = j
+}
+
+var jwtTable = table[*JWT]{
+	"jwks": func(b *builder, j *JWT, d *routes.Directive) {
+		path := b.filePath(d, 0, ReadFile)
+		if path == "" {
+			return
+		}
+		data, err := b.fs.ReadFile(path)
+		if err != nil {
+			b.errorf(d.Args[0].Pos, "jwks: %v", err)
+			return
+		}
+		if err := ValidJWKS(data); err != nil {
+			b.errorf(d.Args[0].Pos, "jwks: %s: %v", path, err)
+			return
+		}
+		j.JWKS, j.JWKSFile = data, path
+	},
+	"issuer":   func(b *builder, j *JWT, d *routes.Directive) { j.Issuer = d.Args[0].Value },
+	"audience": func(b *builder, j *JWT, d *routes.Directive) { j.Audience = d.Args[0].Value },
+	"claim_header": func(b *builder, j *JWT, d *routes.Directive) {
+		if !httpsyntax.ValidToken(d.Args[1].Value) {
+			b.errorf(d.Args[1].Pos, "claim_header: invalid header name %q", d.Args[1].Value)
+			return
+		}
+		j.ClaimHeaders = append(j.ClaimHeaders, [2]string{d.Args[0].Value, textproto.CanonicalMIMEHeaderKey(d.Args[1].Value)})
+	},
+	"leeway": func(b *builder, j *JWT, d *routes.Directive) {
+		if v, ok := b.duration(d, false); ok {
+			j.Leeway = v
 		}
 	},
 }

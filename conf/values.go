@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/internal/ipset"
+	"github.com/edgeway/edgeway/internal/jwt"
 	"github.com/edgeway/edgeway/routes"
 )
 
@@ -369,4 +370,10 @@ func (b *builder) basicAuth(d *routes.Directive) *BasicAuth {
 		}
 	}
 	return a
+}
+
+// ValidJWKS reports whether data is a JWKS edgeway can verify with.
+func ValidJWKS(data []byte) error {
+	_, err := jwt.ParseKeySet(data)
+	return err
 }

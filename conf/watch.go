@@ -96,6 +96,14 @@ func addressFiles(main string, d *routes.Directive) []string {
 			out = append(out, ConfigPath(main, c.Args[0].Value))
 			continue
 		}
+		if c.Name == "jwt" && c.Block != nil {
+			for _, j := range c.Block.Directives {
+				if j.Name == "jwks" && len(j.Args) == 1 {
+					out = append(out, ConfigPath(main, j.Args[0].Value))
+				}
+			}
+			continue
+		}
 		if c.Name != "allow" && c.Name != "deny" && c.Name != "error_page" {
 			continue
 		}

@@ -174,6 +174,9 @@ func (x *exchange) serve() {
 	if x.rt.fwdAuth != nil && x.forwardAuthenticate() {
 		return
 	}
+	if x.rt.jwt != nil && x.verifyJWT() {
+		return
+	}
 	if x.redirectHTTPS() {
 		return
 	}

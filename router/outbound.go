@@ -33,6 +33,9 @@ func (x *exchange) buildOutbound() {
 	if x.rt.fwdAuth != nil {
 		x.outHdr = x.setAuthFields(x.outHdr)
 	}
+	if x.rt.jwt != nil {
+		x.outHdr = x.setClaimFields(x.outHdr)
+	}
 	// Lifetime: Target views x.target, and the other strings view the
 	// client's request (the front end's buffer) or the exchange's own:
 	// all valid until finish; the upstream client copies what it keeps

@@ -60,6 +60,7 @@ type route struct {
 	auth       *basicAuth    // nil: none
 	compress   *compressPolicy
 	fwdAuth    *forwardAuth // nil: none
+	jwt        *jwtPolicy   // nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -106,7 +107,8 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		}
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth),
-			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth)}
+			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
+			jwt: compileJWT(rc.JWT)}
 	}
 	return routes, nil
 }
@@ -288,6 +290,9 @@ func policies(hl *httpListener, rt *route) []string {
 	}
 	if rt.fwdAuth != nil {
 		out = append(out, "forward_auth")
+	}
+	if rt.jwt != nil {
+		out = append(out, "jwt")
 	}
 	if rt.errorPages != nil || hl.errorPages != nil {
 		out = append(out, "error_page")

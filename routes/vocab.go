@@ -29,6 +29,7 @@ const (
 	LimitBlock       BlockKind = "limit block"
 	CompressBlock    BlockKind = "compress block"
 	ForwardAuthBlock BlockKind = "forward_auth block"
+	JWTBlock         BlockKind = "jwt block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -66,6 +67,13 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
 		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
 		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
+	},
+	JWTBlock: {
+		{Name: "jwks", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "issuer", Usage: "ISS", Min: 1, Max: 1},
+		{Name: "audience", Usage: "AUD", Min: 1, Max: 1},
+		{Name: "claim_header", Usage: "CLAIM HEADER", Min: 2, Max: 2, Repeat: true},
+		{Name: "leeway", Usage: "DURATION", Min: 1, Max: 1},
 	},
 	ForwardAuthBlock: {
 		{Name: "timeout", Usage: "DURATION", Min: 1, Max: 1},
@@ -260,6 +268,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "basic_auth", Usage: "HTPASSWD [REALM]", Min: 1, Max: 2},
 		Spec{Name: "compress", Block: CompressBlock},
 		Spec{Name: "forward_auth", Usage: "URL", Min: 1, Max: 1, Block: ForwardAuthBlock},
+		Spec{Name: "jwt", Block: JWTBlock},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 	),
 	CORSBlock: {
@@ -372,7 +381,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock, ForwardAuthBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock, ForwardAuthBlock, JWTBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {
