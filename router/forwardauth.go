@@ -128,15 +128,24 @@ func (x *exchange) forwardAuthenticate() bool {
 // setAuthFields puts the fields the auth service granted in the outbound
 // fields h, in place of a client's own copies.
 func (x *exchange) setAuthFields(h httpmsg.Header) httpmsg.Header {
-	out := h[:0]
-next:
-	for _, f := range h {
+	return replaceFields(h, x.authFields, func(name string) bool {
 		for _, n := range x.rt.fwdAuth.copy {
-			if httpmsg.EqualFold(f.Name, n) {
-				continue next
+			if httpmsg.EqualFold(name, n) {
+				return true
 			}
 		}
-		out = append(out, f)
+		return false
+	})
+}
+
+// replaceFields drops the fields of h that owned names, then appends
+// add: a policy's fields in place of a client's copies.
+func replaceFields(h httpmsg.Header, add []httpmsg.Field, owned func(string) bool) httpmsg.Header {
+	out := h[:0]
+	for _, f := range h {
+		if !owned(f.Name) {
+			out = append(out, f)
+		}
 	}
-	return append(out, x.authFields...)
+	return append(out, add...)
 }

@@ -100,15 +100,12 @@ func (x *exchange) verifyJWT() bool {
 // setClaimFields puts the token's claim fields in the outbound fields h,
 // in place of a client's own copies.
 func (x *exchange) setClaimFields(h httpmsg.Header) httpmsg.Header {
-	out := h[:0]
-next:
-	for _, f := range h {
+	return replaceFields(h, x.authFields, func(name string) bool {
 		for _, c := range x.rt.jwt.claims {
-			if httpmsg.EqualFold(f.Name, c[1]) {
-				continue next
+			if httpmsg.EqualFold(name, c[1]) {
+				return true
 			}
 		}
-		out = append(out, f)
-	}
-	return append(out, x.authFields...)
+		return false
+	})
 }
