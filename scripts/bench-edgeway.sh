@@ -8,14 +8,17 @@
 #   log10          the same with `sample 10%` (errors and slow requests kept)
 #   trace1 trace100  access log off, OTLP tracing with 1% / 100% of requests
 #                  sampled, exported to an OTLP/HTTP sink at $OTLP_SINK
+#   limit          access log off, every request counted against a rate
+#                  limit per client address (one that never refuses)
 set -euo pipefail
 d=${PROXY_DIR:?}
-logging="log { access off; level warn }" tracing=""
+logging="log { access off; level warn }" tracing="" limit="" uselimit=""
 case ${VARIANT:-off} in
 off) ;;
 log) logging="log { access on; level warn; access_output $d/access.log }" ;;
 log10) logging="log { access on; level warn; access_output $d/access.log; sample 10%; slower_than 1s }" ;;
 trace1 | trace100) tracing="tracing { otlp ${OTLP_SINK:?}; sample ${VARIANT#trace}%; service_name edgeway-bench }" ;;
+limit) limit="limit bench { rate 1000000000/s; burst 1000000 }" uselimit="limit bench" ;;
 *) echo "bench-edgeway.sh: unknown VARIANT $VARIANT" >&2; exit 2 ;;
 esac
 # MODE=h2 (h2-peers.sh): TLS with ALPN h2 and http/1.1, the harness's cert.
@@ -27,6 +30,7 @@ fi
 cat >"$d/edgeway.conf" <<CONF
 $logging
 $tracing
+$limit
 $tls
 listen bench {
   addr $LISTEN
@@ -42,6 +46,7 @@ upstream backend {
 }
 route all {
   match PathPrefix(\`/\`)
+  $uselimit
   to backend
 }
 CONF

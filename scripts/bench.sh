@@ -29,11 +29,12 @@ export EDGEWAY_BIN=$root/bin/edgeway
 export EXTRA_PROXY="edgeway|8084|$root/scripts/bench-edgeway.sh"
 case ${1:-peers} in
 peers)
-	# edgeway runs once per observability variant (scripts/bench-edgeway.sh
-	# VARIANT), each as a peer of its own: access log off (as the peers),
-	# on, sampled, and tracing at 1% and 100% to a local OTLP sink on the
-	# load side's core. EDGEWAY_VARIANTS="" runs edgeway alone.
-	variants=${EDGEWAY_VARIANTS-log log10 trace1 trace100}
+	# edgeway runs once per variant (scripts/bench-edgeway.sh VARIANT),
+	# each as a peer of its own: access log off (as the peers), on,
+	# sampled, tracing at 1% and 100% to a local OTLP sink on the load
+	# side's core, and a rate limit on every request.
+	# EDGEWAY_VARIANTS="" runs edgeway alone.
+	variants=${EDGEWAY_VARIANTS-log log10 trace1 trace100 limit}
 	port=8085
 	for v in $variants; do
 		EXTRA_PROXY+=$'\n'"edgeway-$v|$port|VARIANT=$v $root/scripts/bench-edgeway.sh"
