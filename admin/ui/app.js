@@ -153,11 +153,11 @@ function renderOverview() {
   }
 }
 
-function reloadSummary(r) {
+function reloadSummary(r, here) {
   if (!r) return el('span', {class: 'muted'}, 'No reload since start.');
   const what = r.ok ? el('span', {class: 'ok'}, 'applied') : el('span', {class: 'bad'}, 'refused');
   return el('span', {}, 'Last reload (', r.trigger, ', ', ago(r.time), '): ', what,
-    r.ok ? '' : ` — ${(r.errors || []).length} error(s), see Configuration`);
+    r.ok ? '' : ` — ${(r.errors || []).length} error(s)${here ? '' : ', see Configuration'}`);
 }
 
 // ---- routes ----------------------------------------------------------------
@@ -274,7 +274,7 @@ function renderConfig() {
   const r = c.last_reload;
   const box = $('#cfg-reload');
   if (!r) { box.replaceChildren(el('p', {class: 'muted'}, 'No reload since start.')); return; }
-  const kids = [el('p', {}, reloadSummary(r), ` at ${r.time}, ${(r.duration_seconds * 1000).toFixed(1)} ms`)];
+  const kids = [el('p', {}, reloadSummary(r, true), ` at ${r.time}, ${(r.duration_seconds * 1000).toFixed(1)} ms`)];
   if (!r.ok) {
     kids.push(el('p', {class: 'error'}, r.error));
     kids.push(el('ul', {class: 'errors', id: 'reload-errors'}, ...(r.errors || []).map((e) =>
@@ -287,7 +287,7 @@ async function onReload() {
   if (!await confirmAction('Reload the configuration files now? A file that fails to load is refused whole; the live configuration stays.')) return;
   const r = await api('POST', '/api/reload');
   if (r.status === 200) toast('reload applied: generation ' + r.data.generation);
-  else if (r.status === 422) toast('reload refused: ' + r.data.error, true);
+  else if (r.status === 422) toast(`${r.data.error}: ${(r.data.errors || []).length} error(s)`, true);
   else toast('reload: ' + (r.data ? r.data.error : r.status), true);
   await refresh();
 }
