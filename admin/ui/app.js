@@ -190,7 +190,7 @@ function serverRow({pool, s}) {
   const weight = s.effective_weight === s.weight ? String(s.weight) : `${s.weight} → ${+s.effective_weight.toFixed(2)}`;
   const tr = el('tr', {'data-pool': pool, 'data-addr': s.address},
     el('td', {}, pool), el('td', {class: 'mono'}, s.address),
-    el('td', {class: `state state-${s.state}`}, s.state), el('td', {}, s.reason), timeCell(s.since),
+    el('td', {class: `state state-${s.state}`}, s.state), el('td', {title: history(s)}, s.reason), timeCell(s.since),
     el('td', {class: 'num'}, weight), el('td', {}, ...overrideChips(s.override)),
     el('td', {class: 'num'}, s.in_flight), el('td', {class: 'num'}, s.requests),
     el('td', {class: 'num'}, s.failures), el('td', {class: 'num'}, s.ejections),
@@ -200,6 +200,14 @@ function serverRow({pool, s}) {
       o.disabled ? actionButton('Enable', 'enable', pool, s) : actionButton('Disable', 'disable', pool, s),
       s.override ? actionButton('Clear', 'clear', pool, s) : null));
   return tr;
+}
+
+// history is a server's last state changes and failing check, shown on
+// hovering its reason.
+function history(s) {
+  const lines = (s.transitions || []).map((x) => `${x.at}  ${x.from} → ${x.to}: ${x.reason}`);
+  if (s.last_check) lines.push('last failing check: ' + s.last_check);
+  return lines.join('\n') || 'no state change since it was added';
 }
 
 // The PATCH body and the question each action asks.

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/edgeway/edgeway/internal/testutil"
@@ -21,6 +25,9 @@ type browser struct {
 	ctx   context.Context
 	shots string // the folder screenshots go to
 	log   func() string
+
+	mu       sync.Mutex
+	problems []string // uncaught exceptions and console errors, not the network's
 }
 
 // stepTimeout bounds each step: a condition the page never reaches fails
@@ -52,7 +59,60 @@ func newBrowser(t *testing.T, log func() string) *browser {
 		t.Fatal(err)
 	}
 	t.Logf("screenshots in %s", shots)
-	return &browser{t: t, ctx: ctx, shots: shots, log: log}
+	b := &browser{t: t, ctx: ctx, shots: shots, log: log}
+	if err := chromedp.Listen(ctx, b.watch); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// watch keeps what the page should never do: throw, or log an error
+// other than a network answer (a Content-Security-Policy violation is
+// one, logged by the browser).
+func (b *browser) watch(ev any) {
+	var p string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		p = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			p += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
+			p = fmt.Sprintf("%s %s: %s (%s:%d)", ev.Entry.Source, ev.Entry.Level, ev.Entry.Text, ev.Entry.URL, ev.Entry.LineNumber)
+		}
+	}
+	if p != "" {
+		b.mu.Lock()
+		b.problems = append(b.problems, p)
+		b.mu.Unlock()
+	}
+}
+
+// expect waits until a problem containing text was seen and forgets it.
+func (b *browser) expect(text string) {
+	b.t.Helper()
+	testutil.WaitFor(b.t, "the page to log "+text, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for i, p := range b.problems {
+			if strings.Contains(p, text) {
+				b.problems = append(b.problems[:i], b.problems[i+1:]...)
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// checkClean fails the test when the page threw or logged an error.
+func (b *browser) checkClean() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		b.t.Errorf("in the page: %s", p)
+	}
 }
 
 // do runs the actions within stepTimeout, failing the test with what and

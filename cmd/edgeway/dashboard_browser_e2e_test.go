@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // The dashboard, driven in headless chromium against a real edgeway: it
@@ -54,7 +56,36 @@ func TestDashboardInBrowser(t *testing.T) {
 	if c := mustEval[string](br, "document.cookie"); c != "" {
 		t.Errorf("the page's script can read cookies %q; want the session cookie HttpOnly", c)
 	}
+	// Traffic after the first reading shows as requests/s at a later
+	// one, without reloading the page.
+	for range 20 {
+		if out, _ := testutil.Curl(t, e.base+"/"); !strings.HasPrefix(out, "a ") && !strings.HasPrefix(out, "b ") {
+			t.Fatalf("GET / through edgeway: %q", out)
+		}
+	}
+	br.do("requests/s", until(`Number(document.querySelector('#ov-rps')?.textContent) > 0`),
+		until(`document.querySelector('#ov-err')?.textContent === '0.00%'`))
+	var ov overview
+	e.get(t, "/api/overview", &ov)
+	if ov.RequestsTotal < 20 || ov.Responses5xxTotal != 0 || len(ov.Listeners) != 1 || ov.Listeners[0].Addr != strings.TrimPrefix(e.base, "http://") {
+		t.Errorf("GET /api/overview after 20 requests: %+v", ov)
+	}
 	br.shot("2-overview")
+
+	// The Content-Security-Policy holds: an inline script is refused.
+	inline := `new Promise(resolve => {
+		document.addEventListener('securitypolicyviolation', e => resolve(e.effectiveDirective), {once: true});
+		const s = document.createElement('script');
+		s.textContent = 'window.inlineRan = true';
+		document.body.append(s);
+	})`
+	if d := mustEval[string](br, inline); d != "script-src-elem" {
+		t.Errorf("inline script: violation of %q, want script-src-elem", d)
+	}
+	if mustEval[bool](br, "window.inlineRan === true") {
+		t.Error("an inline script ran")
+	}
+	br.expect("Content Security Policy")
 
 	// Routes, and the search.
 	br.do("the routes", chromedp.Click(css(`nav a[href="#routes"]`)),
@@ -137,4 +168,5 @@ func TestDashboardInBrowser(t *testing.T) {
 	if code := mustEval[int](br, "fetch('/api/routes').then(r => r.status)"); code != http.StatusUnauthorized {
 		t.Errorf("fetch of /api/routes after logout: %d, want 401", code)
 	}
+	br.checkClean()
 }
