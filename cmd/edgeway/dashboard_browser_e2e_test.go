@@ -126,6 +126,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	e.p.WaitLog(t, `reason="admin: drain true"`)
 
+	// A weight set in the dialog, then every override cleared.
+	br.do("set a weight", chromedp.Click(css(row(srvB)+` button[data-action="weight"]`)), chromedp.WaitVisible(css("#confirm-weight")),
+		chromedp.SetValue(css("#confirm-weight"), "7"), chromedp.Click(css("#confirm-ok")),
+		until(`document.querySelector('`+row(srvB)+` td .chip')?.textContent === 'weight 7'`))
+	var pool struct {
+		Servers []struct {
+			Address string
+			Weight  int
+			Eff     float64 `json:"effective_weight"`
+		}
+	}
+	e.get(t, "/api/upstreams/api", &pool)
+	if s := pool.Servers[1]; s.Address != srvB || s.Eff != 7 {
+		t.Errorf("after setting weight 7 in the page: %+v", s)
+	}
+	br.do("clear the overrides", chromedp.Click(css(row(srvB)+` button[data-action="clear"]`)), chromedp.WaitVisible(css("#confirm")),
+		chromedp.Click(css("#confirm-ok")), until(`document.querySelector('`+row(srvB)+` td .chip') === null`),
+		until(`document.querySelector('`+row(srvB)+` button[data-action="clear"]') === null`))
+
 	// A call that changes state needs the CSRF token besides the session.
 	patch := `fetch('/api/upstreams/api/servers/` + srvB + `', {method: 'PATCH', body: '{"drain": true}'}).then(r => r.status)`
 	if code := mustEval[int](br, patch); code != http.StatusForbidden {
