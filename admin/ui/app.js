@@ -79,18 +79,30 @@ function timeCell(iso) {
 
 // ---- confirmation dialog -------------------------------------------------
 
-// confirmAction shows the dialog; it resolves to true (and the weight
-// typed, when asked for one) or false.
+// confirmAction shows the dialog; it resolves to true (the weight is
+// then in #confirm-weight, when asked for one) or false. The dialog's
+// close event comes a task after it closes, so one can arrive after the
+// dialog was opened again: a close while open is that stale one, and a
+// new question answers an old one still waiting with no.
+let pendingConfirm = null;
+
 function confirmAction(text, weight) {
   const d = $('#confirm');
+  if (pendingConfirm) pendingConfirm(false);
   $('#confirm-text').textContent = text;
   $('#confirm-weight-label').hidden = weight === undefined;
   if (weight !== undefined) $('#confirm-weight').value = weight;
   d.returnValue = '';
   d.showModal();
-  return new Promise((resolve) => {
-    d.addEventListener('close', () => resolve(d.returnValue === 'ok'), {once: true});
-  });
+  return new Promise((resolve) => { pendingConfirm = resolve; });
+}
+
+function onConfirmClose() {
+  const d = $('#confirm');
+  if (d.open || !pendingConfirm) return;
+  const resolve = pendingConfirm;
+  pendingConfirm = null;
+  resolve(d.returnValue === 'ok');
 }
 
 // ---- paged, searchable lists ---------------------------------------------
@@ -398,6 +410,7 @@ async function start() {
   $('#reload').addEventListener('click', () => { onReload().catch((err) => toast(err.message, true)); });
   $('#explain-form').addEventListener('submit', (e) => { onExplain(e).catch((err) => toast(err.message, true)); });
   $('#logout').addEventListener('click', () => { logout().catch(() => {}); });
+  $('#confirm').addEventListener('close', onConfirmClose);
   window.addEventListener('hashchange', showPage);
   showPage();
   setTimeout(poll, POLL_MS);

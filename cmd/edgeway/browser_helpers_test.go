@@ -159,12 +159,25 @@ func until(expr string) chromedp.Action[chromedp.Void] {
 // css is a CSS selector for chromedp.
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
-// shot saves a screenshot of the whole page as name.png.
+// shot saves a screenshot of the viewport as name.png.
 func (b *browser) shot(name string) {
+	b.t.Helper()
+	b.capture(name, chromedp.CaptureScreenshot())
+}
+
+// shotFull saves a screenshot of the whole page as name.png, for pages
+// longer than the viewport; it lays the page out beyond the viewport and
+// back, so the pages a step then clicks in are shot with shot.
+func (b *browser) shotFull(name string) {
+	b.t.Helper()
+	b.capture(name, chromedp.FullScreenshot(100))
+}
+
+func (b *browser) capture(name string, a chromedp.Action[[]byte]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, a)
 	if err != nil {
 		b.t.Errorf("screenshot %s: %v", name, err)
 		return

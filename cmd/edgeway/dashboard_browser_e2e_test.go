@@ -91,7 +91,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.do("the routes", chromedp.Click(css(`nav a[href="#routes"]`)),
 		until(`document.querySelectorAll('#routes-table tbody tr').length === 2`),
 		until(`document.querySelector('#routes-table tr[data-route="api"] td.rule')?.textContent === "Host(`+"`api.test`"+`) && PathPrefix(`+"`/v1`"+`)"`))
-	br.shot("3-routes")
+	br.shotFull("3-routes")
 	br.do("searching routes", chromedp.SendKeys(css("#routes-search"), "fallback"),
 		until(`document.querySelectorAll('#routes-table tbody tr').length === 1 && document.querySelector('#routes-table tbody tr')?.dataset.route === 'fallback'`))
 

@@ -66,7 +66,7 @@ func TestDashboardScale(t *testing.T) {
 	rows := mustEval[int](br, `document.querySelectorAll('#routes-table tbody tr').length`)
 	nodes := mustEval[int](br, `document.getElementsByTagName('*').length`)
 	t.Logf("routes page: %d rows in the DOM, %d elements in all", rows, nodes)
-	br.shot("scale-routes")
+	br.shotFull("scale-routes")
 
 	start := time.Now()
 	br.do("search", chromedp.SendKeys(css("#routes-search"), "svc1999."),
@@ -78,7 +78,7 @@ func TestDashboardScale(t *testing.T) {
 	br.do("the upstreams page", chromedp.Click(css(`nav a[href="#upstreams"]`)),
 		until(fmt.Sprintf(`Number(document.querySelector('#ups-table tbody')?.dataset.total) === %d`, pools*len(servers))))
 	t.Logf("upstreams page, %d servers: table rendered in %v", pools*len(servers), time.Since(start).Round(time.Millisecond))
-	br.shot("scale-upstreams")
+	br.shotFull("scale-upstreams")
 
 	heap := mustEval[float64](br, `performance.memory ? performance.memory.usedJSHeapSize / 1048576 : -1`)
 	t.Logf("JS heap after both pages: %.1f MiB", heap)
