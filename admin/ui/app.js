@@ -18,6 +18,7 @@ const st = {
   prevSample: null,
   routes: [],
   routesGen: -1,
+  routeSamples: new Map(),
   upstreams: [],
   certs: null,
   lists: {},
@@ -108,8 +109,8 @@ function onConfirmClose() {
 // ---- paged, searchable lists ---------------------------------------------
 
 // list keeps the search and page of one table; rows are [key, render].
-function list(name, render) {
-  const l = {name, filter: '', page: 0, rows: [], render};
+function list(name, render, after) {
+  const l = {name, filter: '', page: 0, rows: [], render, after};
   st.lists[name] = l;
   $(`#${name}-search`).addEventListener('input', (e) => { l.filter = e.target.value.trim().toLowerCase(); l.page = 0; draw(l); });
   $(`#${name}-prev`).addEventListener('click', () => { l.page--; draw(l); });
@@ -131,6 +132,7 @@ function draw(l) {
   $(`#${l.name}-pageno`).textContent = `page ${l.page + 1} of ${pages}`;
   $(`#${l.name}-prev`).disabled = l.page === 0;
   $(`#${l.name}-next`).disabled = l.page >= pages - 1;
+  if (l.after) l.after();
 }
 
 // ---- overview --------------------------------------------------------------
@@ -175,11 +177,69 @@ function reloadSummary(r, here) {
 // ---- routes ----------------------------------------------------------------
 
 function routeRow(r) {
+  const stat = (name) => el('td', {class: 'num', 'data-stat': name}, '–');
   return el('tr', {'data-route': r.name},
     el('td', {}, r.name), el('td', {}, r.kind), el('td', {class: 'rule'}, r.rule),
+    stat('rps'), stat('err'), stat('p50'), stat('p99'),
     el('td', {class: 'num'}, r.priority), el('td', {}, r.listeners.join(' ')),
     el('td', {}, r.upstream || el('span', {class: 'muted'}, 'answers itself')),
     el('td', {}, r.middlewares.join(' ')), el('td', {class: 'src'}, r.source));
+}
+
+// routeStats fetches the traffic of the routes on the page shown and
+// fills their cells: rates and percentiles over the time since the
+// previous reading of each route (at least a second).
+async function routeStats() {
+  const rows = [...document.querySelectorAll('#routes-table tbody tr[data-route]')];
+  const http = rows.filter((tr) => tr.children[1].textContent === 'http');
+  if (!http.length) return;
+  const q = new URLSearchParams();
+  for (const tr of http) q.append('route', tr.dataset.route);
+  const r = await api('GET', '/api/routes/stats?' + q);
+  if (!r.ok) return;
+  const now = Date.parse(r.data.time);
+  for (const tr of http) {
+    const name = tr.dataset.route;
+    const cur = r.data.routes[name];
+    const prev = st.routeSamples.get(name);
+    if (!prev || now - prev.time >= 1000) st.routeSamples.set(name, {time: now, s: cur, prev});
+    const sample = st.routeSamples.get(name);
+    const p = sample.prev;
+    if (!p || !cur) continue;
+    const dt = (sample.time - p.time) / 1000;
+    const n = sample.s.requests_total - p.s.requests_total;
+    const cell = (k) => tr.querySelector(`td[data-stat="${k}"]`);
+    cell('rps').textContent = (n / dt).toFixed(1);
+    cell('err').textContent = n ? (100 * (sample.s.responses_5xx_total - p.s.responses_5xx_total) / n).toFixed(1) + '%' : '–';
+    const top = sample.s.duration_buckets.length ? sample.s.duration_buckets[sample.s.duration_buckets.length - 1].le : 0;
+    cell('p50').textContent = fmtSeconds(quantile(0.5, sample.s, p.s), top);
+    cell('p99').textContent = fmtSeconds(quantile(0.99, sample.s, p.s), top);
+  }
+}
+
+// quantile estimates the q-quantile of the durations between two
+// readings of a histogram, interpolating within a bucket as Prometheus'
+// histogram_quantile does; Infinity beyond the last bound, null with no
+// request.
+function quantile(q, cur, prev) {
+  const total = cur.duration_count - prev.duration_count;
+  if (total <= 0) return null;
+  const rank = q * total;
+  let lo = 0, below = 0;
+  for (let i = 0; i < cur.duration_buckets.length; i++) {
+    const b = cur.duration_buckets[i];
+    const c = b.count - (prev.duration_buckets[i] ? prev.duration_buckets[i].count : 0);
+    if (c >= rank) return lo + (b.le - lo) * (rank - below) / Math.max(1, c - below);
+    lo = b.le;
+    below = c;
+  }
+  return Infinity;
+}
+
+function fmtSeconds(s, top) {
+  if (s === null) return '–';
+  if (s === Infinity) return `> ${top} s`;
+  return s < 1 ? (s * 1000).toFixed(s < 0.01 ? 2 : 0) + ' ms' : s.toFixed(2) + ' s';
 }
 
 // ---- upstreams -------------------------------------------------------------
@@ -353,8 +413,10 @@ async function refresh() {
     if (r.ok) {
       st.routesGen = st.config.generation;
       st.lists.routes.rows = r.data.routes.map((x) => ({key: [x.name, x.rule, x.upstream, x.source, ...x.listeners].join(' ').toLowerCase(), item: x}));
-      draw(st.lists.routes);
+      draw(st.lists.routes); // and its stats
     }
+  } else if (p === 'routes') {
+    await routeStats();
   }
   if (p === 'upstreams') {
     const r = await api('GET', '/api/upstreams');
@@ -405,7 +467,12 @@ async function logout() {
 async function start() {
   const r = await api('GET', '/ui/session');
   csrf = r.data.csrf_token;
-  list('routes', routeRow);
+  // A page or search shown gets its stats once typing pauses.
+  let statsTimer;
+  list('routes', routeRow, () => {
+    clearTimeout(statsTimer);
+    statsTimer = setTimeout(() => { routeStats().catch(() => {}); }, 250);
+  });
   list('ups', serverRow);
   $('#ups-table tbody').addEventListener('click', (e) => { onServerAction(e).catch((err) => toast(err.message, true)); });
   $('#reload').addEventListener('click', () => { onReload().catch((err) => toast(err.message, true)); });

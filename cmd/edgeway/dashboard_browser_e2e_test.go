@@ -91,6 +91,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.do("the routes", chromedp.Click(css(`nav a[href="#routes"]`)),
 		until(`document.querySelectorAll('#routes-table tbody tr').length === 2`),
 		until(`document.querySelector('#routes-table tr[data-route="api"] td.rule')?.textContent === "Host(`+"`api.test`"+`) && PathPrefix(`+"`/v1`"+`)"`))
+	// Traffic after two readings shows in the route's row.
+	statCell := func(route, stat string) string {
+		return `document.querySelector('#routes-table tr[data-route="` + route + `"] td[data-stat="` + stat + `"]')?.textContent`
+	}
+	br.do("a first rate", until(statCell("fallback", "rps")+` === '0.0'`))
+	for range 10 {
+		testutil.Curl(t, e.base+"/x")
+	}
+	br.do("the route's stats", until(`Number(`+statCell("fallback", "rps")+`) > 0`),
+		until(statCell("fallback", "p50")+`.endsWith(' ms')`), until(statCell("fallback", "err")+` === '0.0%'`))
+	var stats routeStatsList
+	e.get(t, "/api/routes/stats?route=fallback&route=api", &stats)
+	if fb, api := stats.Routes["fallback"], stats.Routes["api"]; fb == nil || api == nil || fb.RequestsTotal < 30 ||
+		fb.DurationCount != fb.RequestsTotal || len(fb.DurationBuckets) == 0 || api.RequestsTotal != 0 {
+		t.Errorf("GET /api/routes/stats: %+v %+v", fb, api)
+	}
 	br.shotFull("3-routes")
 	br.do("searching routes", chromedp.SendKeys(css("#routes-search"), "fallback"),
 		until(`document.querySelectorAll('#routes-table tbody tr').length === 1 && document.querySelector('#routes-table tbody tr')?.dataset.route === 'fallback'`))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"net/http"
 	"time"
 
@@ -48,6 +49,99 @@ func (d *daemon) registerOverviewAPI(srv *admin.Server) {
 		}
 		return d.overview(fams), nil
 	})
+	srv.Handle("GET /api/routes/stats", func(r *http.Request) (any, error) {
+		names := r.URL.Query()["route"]
+		if len(names) > maxStatsRoutes {
+			return nil, admin.Errorf(http.StatusBadRequest, "route: at most %d names, got %d", maxStatsRoutes, len(names))
+		}
+		fams, err := d.metrics.Registry().Gather()
+		if err != nil {
+			return nil, admin.Errorf(http.StatusInternalServerError, "gathering metrics: %w", err)
+		}
+		return routeStatsOf(fams, names), nil
+	})
+}
+
+// maxStatsRoutes bounds the routes one GET /api/routes/stats names: a
+// page of the dashboard's table, with room.
+const maxStatsRoutes = 500
+
+// routeStatsList is GET /api/routes/stats.
+type routeStatsList struct {
+	Time time.Time `json:"time"`
+	// Routes has an entry for each route named (every route that has
+	// answered a request when none is named), traffic or not.
+	Routes map[string]*routeStats `json:"routes"`
+}
+
+// routeStats is one route's traffic since start, summed over listeners.
+type routeStats struct {
+	RequestsTotal     uint64 `json:"requests_total"`
+	Responses5xxTotal uint64 `json:"responses_5xx_total"`
+	// DurationBuckets are edgeway_request_duration_seconds' cumulative
+	// counts by upper bound (le, seconds; +Inf left out: it is
+	// DurationCount).
+	DurationBuckets []durationBucket `json:"duration_buckets"`
+	DurationCount   uint64           `json:"duration_count"`
+}
+
+type durationBucket struct {
+	LE    float64 `json:"le"`
+	Count uint64  `json:"count"`
+}
+
+// routeStatsOf sums the per-route families for the routes named (all
+// when none are).
+func routeStatsOf(fams []*dto.MetricFamily, names []string) routeStatsList {
+	out := routeStatsList{Time: time.Now().UTC(), Routes: map[string]*routeStats{}}
+	for _, n := range names {
+		out.Routes[n] = &routeStats{DurationBuckets: []durationBucket{}}
+	}
+	get := func(m *dto.Metric) *routeStats {
+		name := label(m, "route")
+		st := out.Routes[name]
+		if st == nil && len(names) == 0 && name != "" {
+			st = &routeStats{DurationBuckets: []durationBucket{}}
+			out.Routes[name] = st
+		}
+		return st
+	}
+	for _, f := range fams {
+		switch f.GetName() {
+		case "edgeway_requests_total":
+			for _, m := range f.GetMetric() {
+				if st := get(m); st != nil {
+					n := uint64(m.GetCounter().GetValue())
+					st.RequestsTotal += n
+					if label(m, "code") == "5xx" {
+						st.Responses5xxTotal += n
+					}
+				}
+			}
+		case "edgeway_request_duration_seconds":
+			for _, m := range f.GetMetric() {
+				if st := get(m); st != nil {
+					st.addHistogram(m.GetHistogram())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addHistogram adds one listener's histogram of the route to st.
+func (st *routeStats) addHistogram(h *dto.Histogram) {
+	st.DurationCount += h.GetSampleCount()
+	for i, b := range h.GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue
+		}
+		if i < len(st.DurationBuckets) {
+			st.DurationBuckets[i].Count += b.GetCumulativeCount()
+		} else {
+			st.DurationBuckets = append(st.DurationBuckets, durationBucket{LE: b.GetUpperBound(), Count: b.GetCumulativeCount()})
+		}
+	}
 }
 
 // overview sums the families the overview shows.
