@@ -33,7 +33,7 @@ func (s *Server) uiRoutes() {
 		panic(err) // the folder is embedded
 	}
 	s.assets = assets
-	s.mux.Handle("GET /ui/assets/", uiHeaders(http.StripPrefix("/ui/assets/", http.FileServerFS(assets))))
+	s.mux.Handle("GET /ui/assets/{name}", uiHeaders(http.HandlerFunc(s.uiAsset)))
 	s.mux.Handle("GET /ui/{$}", uiHeaders(http.HandlerFunc(s.uiIndex)))
 	s.mux.Handle("GET /ui/login", uiHeaders(http.HandlerFunc(s.uiLoginPage)))
 	s.mux.Handle("POST /ui/login", uiHeaders(http.HandlerFunc(s.uiLogin)))
@@ -52,6 +52,20 @@ func uiHeaders(h http.Handler) http.Handler {
 		hd.Set("Cache-Control", "no-cache")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// uiAssets are the files served under /ui/assets/ to anyone: the
+// scripts and the style sheet. The pages are served by their own
+// handlers, the dashboard's only with a session.
+var uiAssets = map[string]bool{"app.js": true, "app.css": true, "login.js": true}
+
+func (s *Server) uiAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !uiAssets[name] {
+		writeError(w, Errorf(http.StatusNotFound, "not found: %s", r.URL.Path))
+		return
+	}
+	http.ServeFileFS(w, r, s.assets, name)
 }
 
 // uiIndex serves the dashboard to a logged-in browser and sends any
