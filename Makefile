@@ -26,8 +26,8 @@ run: build
 
 # test: formatting, vet, every package's tests, then the race detector on the
 # concurrent packages. Go installs the test peers it can (make tools); curl,
-# openssl and promtool come from the system (make peers says how when one is
-# missing).
+# openssl, promtool and chromium come from the system (make peers says how
+# when one is missing).
 test: check peers tools
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
@@ -41,14 +41,16 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-# peers: the system's test peers, curl with HTTP/2, openssl and promtool
-# (Debian's prometheus package ships it); a missing one is named with the
-# line that installs it, before any test runs.
+# peers: the system's test peers, curl with HTTP/2, openssl, promtool
+# (Debian's prometheus package ships it) and chromium (the dashboard's
+# browser test); a missing one is named with the line that installs it,
+# before any test runs.
 peers:
 	@missing=; \
 	curl --version 2>/dev/null | grep -q HTTP2 || missing="$$missing curl"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "the tests need$$missing: sudo apt-get install -y --no-install-recommends$$missing ca-certificates (.ci/run does)"; exit 1; fi
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +52,10 @@ type Server struct {
 	state   atomic.Int32 // a readiness
 	srv     *http.Server
 	ln      net.Listener
+
+	sessions *sessionStore // the dashboard's logins
+	xorigin  *http.CrossOriginProtection
+	assets   fs.FS // the dashboard's files
 }
 
 // New reads the token file and builds the server with its endpoints; it
@@ -61,7 +66,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Log, token: newToken(secret), mux: http.NewServeMux(), metrics: opts.Metrics}
+	s := &Server{opts: opts, log: opts.Log, token: newToken(secret), mux: http.NewServeMux(), metrics: opts.Metrics,
+		sessions: newSessionStore(), xorigin: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -69,6 +75,7 @@ func New(opts Options) (*Server, error) {
 		s.metrics = NewMetrics("")
 	}
 	s.routes()
+	s.uiRoutes()
 	return s, nil
 }
 
@@ -103,13 +110,17 @@ func apiHandler(fn APIFunc) http.Handler {
 	})
 }
 
-// ServeHTTP checks the token where one is needed, then routes r; unknown
-// paths and methods get JSON 404 and 405.
+// ServeHTTP checks the token (or a dashboard session) where one is
+// needed, then routes r; unknown paths and methods get JSON 404 and 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if needsToken(path.Clean("/"+r.URL.Path)) && !s.token.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="edgeway admin"`)
-		writeError(w, &Error{Status: http.StatusUnauthorized, Message: "missing or wrong bearer token (send Authorization: Bearer TOKEN)"})
-		return
+	if needsToken(path.Clean("/" + r.URL.Path)) {
+		if err := s.authorize(r); err != nil {
+			if err.Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="edgeway admin"`)
+			}
+			writeError(w, err)
+			return
+		}
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.notRouted(w, r)

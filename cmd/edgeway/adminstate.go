@@ -67,6 +67,7 @@ func (d *daemon) startAdmin() error {
 	}
 	d.registerUpstreamAPI(srv)
 	d.registerCertificateAPI(srv)
+	d.registerOverviewAPI(srv)
 	d.metrics.Register(newCertificateCollector(d))
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("admin API: %w", err)

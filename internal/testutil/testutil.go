@@ -313,6 +313,20 @@ func Promtool(t testing.TB) string {
 	return p
 }
 
+// Chromium returns the path of Debian's chromium, the browser the
+// dashboard test drives headless, and fails the test when it is missing
+// (CI installs it).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium not found: install it (apt-get install -y --no-install-recommends chromium); .ci/run does")
+	return ""
+}
+
 // WaitFor polls cond until it holds, failing the test after 10 s with what
 // it was waiting for.
 func WaitFor(t testing.TB, what string, cond func() bool) {
