@@ -30,7 +30,7 @@ func (b *Buffer) Start(p *Pool) {
 	*b = Buffer{pool: p, chunks: b.chunks[:0]}
 }
 
-// Size returns the bytes written.
+// Size returns the bytes written (also after Release).
 func (b *Buffer) Size() int64 { return b.size }
 
 // Spilled reports whether part of the body is in a file.
@@ -90,6 +90,7 @@ func (b *Buffer) Commit(n int) {
 func (b *Buffer) spill(lim *Limits) error {
 	f, err := openTemp(lim.Dir)
 	if err != nil {
+		b.pool.overflows.Add(1)
 		return fmt.Errorf("bodybuf: making a temporary file in %s: %w", lim.Dir, err)
 	}
 	b.file = f
@@ -127,6 +128,7 @@ func (b *Buffer) flush() error {
 	n, err := b.file.WriteAt(c, b.fileN)
 	b.fileN += int64(n)
 	if n < len(c) {
+		b.pool.overflows.Add(1)
 		b.pool.disk.Add(int64(n - len(c)))
 		copy(c, c[n:])
 		b.chunks[0] = c[:len(c)-n]
@@ -161,7 +163,7 @@ func (b *Buffer) Release(reuse bool) {
 		b.file.Close()
 		b.pool.disk.Add(-b.fileN)
 	}
-	*b = Buffer{chunks: b.chunks[:0]}
+	*b = Buffer{chunks: b.chunks[:0], size: b.size}
 }
 
 // Reader reads a complete Buffer from its start; any number of Readers

@@ -103,7 +103,7 @@ func (p *Pool) Limits() Limits { return *p.lim.Load() }
 type Stats struct {
 	Memory, Disk int64  // bytes held now
 	Spills       uint64 // bodies that went on from memory to a file
-	Overflows    uint64 // bodies refused with ErrFull
+	Overflows    uint64 // bodies that could not be held: ErrFull, or a file that failed
 }
 
 // Stats returns the counters.
