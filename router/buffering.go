@@ -167,7 +167,10 @@ func (x *exchange) overflow(err error) {
 // forwarded, so no server is charged.
 func (x *exchange) bodyFailed(err error, timeout time.Duration) {
 	x.outcome = upstream.Abandoned
-	if x.in.Context().Err() != nil {
+	stalled := timeout > 0 && isTimeout(err)
+	// A stalled body is answered even when the front end cancelled the
+	// request's context for the failed read (net/http does).
+	if !stalled && x.in.Context().Err() != nil {
 		x.status = statusClientClosed
 		x.r.log.LogAttrs(context.Background(), slog.LevelDebug, "request body failed",
 			slog.String("route", x.rt.name), slog.Int("status", statusClientClosed), slog.Any("error", err))
@@ -175,7 +178,7 @@ func (x *exchange) bodyFailed(err error, timeout time.Duration) {
 	}
 	code := 400
 	attrs := []slog.Attr{slog.String("route", x.rt.name), slog.Int64("received", x.body.Size())}
-	if timeout > 0 && isTimeout(err) {
+	if stalled {
 		code = 408
 		attrs = append(attrs, slog.String("timeout", "body_timeout"), slog.Duration("body_timeout", timeout))
 	}
