@@ -101,3 +101,21 @@ func TestBufferDiskCap(t *testing.T) {
 		t.Errorf("after Release: %+v", s)
 	}
 }
+
+// TestOpenNamedUnlinks: the fallback for file systems without O_TMPFILE
+// leaves no name behind either.
+func TestOpenNamedUnlinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f, err := openNamed(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("%d names left in the folder, want none", len(ents))
+	}
+}
