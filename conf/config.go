@@ -33,6 +33,9 @@ type Config struct {
 	Log     Log
 	Tracing *Tracing // nil without a tracing block: tracing off
 	Runtime Runtime
+	// Buffers bounds the memory and disk that request bodies held before
+	// forwarding use (the `buffers { ... }` block; request buffering).
+	Buffers Buffers
 	// ShutdownDelay is how long edgeway keeps serving after SIGTERM with
 	// /readyz already answering 503, so that a load balancer in front
 	// stops sending before the listeners close; set it to the balancer's
@@ -115,6 +118,15 @@ type Listener struct {
 	// (written `unlimited`) means no limit. Default 100MiB; the zero value,
 	// in a Listener not made by Load or DefaultListener, also means 100MiB.
 	MaxBodyBytes int64
+	// BodyTimeout bounds a request body's silence while edgeway buffers
+	// it (routes with request buffering on): a client that sends no body
+	// byte for this long is answered 408 and its connection closed, and
+	// nothing reaches a server. The head's read_header_timeout does not
+	// cover the body; a streamed body is bounded by the upstream's
+	// idle_timeout instead. -1 (written `off`) means no limit. Default
+	// 10s; the zero value, in a Listener not made by Load or
+	// DefaultListener, also means 10s.
+	BodyTimeout time.Duration
 	// MaxConns caps concurrent client connections; further ones wait in the
 	// kernel backlog. 0 means no limit. Default 0.
 	MaxConns int
@@ -254,6 +266,30 @@ type Runtime struct {
 	GCPercent int
 }
 
+// Buffers is the `buffers { ... }` block: the caps on what request bodies
+// held before forwarding take, across all requests at once. A body is
+// read into memory chunks up to RequestMemory, then into a temporary file
+// in Dir (unlinked when opened: none survives a crash), up to the
+// listener's max_body_bytes. Past Memory a body spills to disk; a body
+// that would pass Disk is not held: it streams to the server as it
+// arrives (what was read goes first), as with `request_buffering off`.
+// A zero field means its default.
+type Buffers struct {
+	// Memory caps the memory all held bodies take together (`memory
+	// SIZE`). Each body's first 4 KiB is granted past it. Default 64MiB.
+	Memory int64
+	// Disk caps the temporary files' bytes together (`disk SIZE`).
+	// Default 1GiB.
+	Disk int64
+	// RequestMemory is the memory one body may take before it goes on
+	// in a file (`request_memory SIZE`). Default 1MiB; at most Memory.
+	RequestMemory int64
+	// Dir is the folder of the temporary files (`dir PATH`), created at
+	// start when missing. Default "": the system's ($TMPDIR or /tmp).
+	Dir string
+	Pos Pos
+}
+
 // Upstream is an `upstream NAME { ... }` block.
 type Upstream struct {
 	Name    string
@@ -363,7 +399,13 @@ type Route struct {
 	ForwardAuth *ForwardAuth
 	// JWT requires a valid bearer token; nil: none.
 	JWT *JWT
-	Pos Pos
+	// StreamRequestBody (`request_buffering off`) sends a request body to
+	// the server as it arrives, as for large uploads or a client stream
+	// that waits for answers. Default false: a body is read whole first
+	// (Buffers, Listener.BodyTimeout), before a server is picked. gRPC
+	// and bodies of unknown length to an h2c upstream always stream.
+	StreamRequestBody bool
+	Pos               Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`

@@ -30,6 +30,27 @@ func TestDirectives(t *testing.T) {
 		{desc: "admin", base: baseTop, line: "admin { listen 127.0.0.1:9999; token_file /t }", check: func(c *Config) bool { return c.Admin.Listen == "127.0.0.1:9999" && c.Admin.TokenFile == "/t" }},
 		{desc: "admin bad address", base: baseTop, line: "admin { listen localhost; token_file /t }", err: `4:16: listen: invalid address "localhost"`},
 		{desc: "admin without token_file", base: baseTop, line: "admin { listen 127.0.0.1:9999 }", err: `4:1: admin block has no token_file`},
+		{desc: "no buffers block", base: baseTop, line: "", check: func(c *Config) bool { return c.Buffers.Memory == 0 && c.Buffers.Dir == "" }},
+		{desc: "buffers", base: baseTop, line: "buffers { memory 256MiB; disk 10GiB; request_memory 2MiB; dir /var/tmp/edgeway }", check: func(c *Config) bool {
+			b := c.Buffers
+			return b.Memory == 256<<20 && b.Disk == 10<<30 && b.RequestMemory == 2<<20 && b.Dir == "/var/tmp/edgeway"
+		}},
+		{desc: "buffers dir is a writable dir", base: baseTop, line: "buffers { dir /srv/tmp }", check: func(c *Config) bool {
+			return len(c.Paths) == 1 && c.Paths[0] == PathRef{Directive: "dir", Path: "/srv/tmp", Use: WritableDir, Pos: c.Paths[0].Pos, Source: c.Paths[0].Source}
+		}},
+		{desc: "buffers memory too small", base: baseTop, line: "buffers { memory 1KiB }", err: `4:18: memory: 1KiB is out of range (expected at least 64KiB)`},
+		{desc: "buffers disk bad", base: baseTop, line: "buffers { disk lots }", err: `4:16: disk: `},
+		{desc: "buffers request_memory over memory", base: baseTop, line: "buffers { memory 1MiB; request_memory 2MiB }", err: `4:39: request_memory: 2MiB is more than the buffers' memory (1MiB)`},
+		{desc: "buffers request_memory over default memory", base: baseTop, line: "buffers { request_memory 128MiB }", err: `4:26: request_memory: 128MiB is more than the buffers' memory (64MiB)`},
+		{desc: "buffers in a block", base: baseListen, line: "buffers { memory 1MiB }", err: `3:3: unknown directive "buffers" in listen block`},
+		{desc: "body_timeout", base: baseListen, line: "body_timeout 2s", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 2*time.Second }},
+		{desc: "body_timeout default", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 10*time.Second }},
+		{desc: "body_timeout off", base: baseListen, line: "body_timeout off", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == NoBodyTimeout }},
+		{desc: "body_timeout zero", base: baseListen, line: "body_timeout 0s", err: `3:16: body_timeout: must be more than 0`},
+		{desc: "request_buffering default", base: baseRoute, line: "to u", check: func(c *Config) bool { return !c.Routes[0].StreamRequestBody }},
+		{desc: "request_buffering off", base: baseRoute, line: "to u; request_buffering off", check: func(c *Config) bool { return c.Routes[0].StreamRequestBody }},
+		{desc: "request_buffering on", base: baseRoute, line: "to u; request_buffering on", check: func(c *Config) bool { return !c.Routes[0].StreamRequestBody }},
+		{desc: "request_buffering bad", base: baseRoute, line: "to u; request_buffering maybe", err: `5:27: request_buffering: `},
 		{desc: "shutdown_delay", base: baseTop, line: "shutdown_delay 30s", check: func(c *Config) bool { return c.ShutdownDelay == 30*time.Second }},
 		{desc: "shutdown_delay bad", base: baseTop, line: "shutdown_delay soon", err: `4:16: shutdown_delay: invalid duration "soon"`},
 		{desc: "log access_output", base: baseTop, line: "log { output /var/log/e.log; access_output /var/log/access.log }", check: func(c *Config) bool {

@@ -46,6 +46,7 @@ func TestListenerDefaults(t *testing.T) {
 		WriteTimeout:      60 * time.Second,
 		MaxHeaderBytes:    32 << 10,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
+		BodyTimeout:       DefaultBodyTimeout,
 		NoDelay:           true,
 		DeferAccept:       time.Second,
 		KeepAlive:         true,

@@ -24,6 +24,7 @@ func init() {
 		},
 		"tracing":        tracingDirective,
 		"runtime":        runtimeDirective,
+		"buffers":        buffersDirective,
 		"tls":            tlsDirective,
 		"shutdown_grace": shutdownGrace,
 		"shutdown_delay": shutdownDelay,
@@ -162,6 +163,22 @@ func maxBodyBytes(b *builder, l *Listener, d *routes.Directive) {
 	default:
 		l.MaxBodyBytes = n
 	}
+}
+
+// DefaultBodyTimeout is a listener's body_timeout when none is written;
+// NoBodyTimeout is BodyTimeout for `body_timeout off`.
+const (
+	DefaultBodyTimeout time.Duration = 10 * time.Second
+	NoBodyTimeout      time.Duration = -1
+)
+
+// bodyTimeout reads `body_timeout DURATION|off`; a duration is more than 0.
+func bodyTimeout(b *builder, l *Listener, d *routes.Directive) {
+	if d.Args[0].Value == "off" {
+		l.BodyTimeout = NoBodyTimeout
+		return
+	}
+	b.setDuration(d, &l.BodyTimeout)
 }
 
 func trustedProxies(b *builder, l *Listener, d *routes.Directive) {

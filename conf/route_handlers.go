@@ -41,6 +41,7 @@ type draft struct {
 	compress    *Compress
 	forwardAuth *ForwardAuth
 	jwt         *JWT
+	streamBody  bool // request_buffering off
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -57,7 +58,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -123,6 +124,11 @@ var routeTable = table[*draft]{
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
+	},
+	"request_buffering": func(b *builder, r *draft, d *routes.Directive) {
+		on := true
+		b.setSwitch(d, &on)
+		r.streamBody = !on
 	},
 }
 

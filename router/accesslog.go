@@ -170,7 +170,7 @@ func loggedQuery(mode, q string) string {
 
 func (x *exchange) bytesIn() int64 {
 	if x.tap == nil {
-		return 0
+		return x.body.Size()
 	}
 	return x.tap.n.Load()
 }

@@ -1,7 +1,9 @@
 package router
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -177,6 +179,50 @@ func benchServeProxy(b *testing.B, opts Options, extra ...httpmsg.Field) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req.Header = append(req.Header[:0], fields...)
+		h.ServeProxy(discardProxyWriter{}, &req)
+	}
+}
+
+// BenchmarkServeProxyBody is BenchmarkServeProxy for a POST with a body of
+// 1 KiB and 256 KiB, buffered (the default) and streamed (`request_buffering
+// off`): what reading a body whole before the upstream costs.
+func BenchmarkServeProxyBody(b *testing.B) {
+	for _, size := range []int{1 << 10, 256 << 10} {
+		for _, stream := range []bool{false, true} {
+			name := fmt.Sprintf("%dKiB buffered", size>>10)
+			if stream {
+				name = fmt.Sprintf("%dKiB streamed", size>>10)
+			}
+			b.Run(name, func(b *testing.B) { benchServeProxyBody(b, size, stream) })
+		}
+	}
+}
+
+func benchServeProxyBody(b *testing.B, size int, stream bool) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "hello")
+	}))
+	defer up.Close()
+	rt := New(Options{})
+	defer rt.Close()
+	route := testRoute(b, "api", "PathPrefix(`/v1`)", "u")
+	route.StreamRequestBody = stream
+	err := rt.Apply(&conf.Config{Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("u", []string{addr(up)})}, Routes: []conf.Route{route}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := rt.Proxy("web")
+	body := bytes.Repeat([]byte("x"), size)
+	var br bytes.Reader
+	req := httpmsg.Request{Method: "POST", Target: "/v1/upload", Host: "api.example", ProtoMajor: 1, ProtoMinor: 1,
+		RemoteAddr: netip.MustParseAddrPort("192.0.2.1:41000"), ContentLength: int64(size)}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		br.Reset(body)
+		req.Body, req.Header = &br, append(req.Header[:0], httpmsg.Field{Name: "Content-Type", Value: "application/octet-stream"})
 		h.ServeProxy(discardProxyWriter{}, &req)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/edgeway/edgeway/internal/bodybuf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/internal/ratelimit"
@@ -79,7 +80,11 @@ type requestState struct {
 	outcome    upstream.Outcome
 	status     int // status for the log when none was written (499)
 	tap        *bodyTap
-	gate       *bodyGate // the current try's request body gate; nil: no body sent
+	bufState   int            // bufNone, bufWhole, bufPartial (buffering.go)
+	body       bodybuf.Buffer // the buffered request body
+	bodyRd     bodybuf.Reader // the first try's reader of body
+	eofProbe   [1]byte        // reads the end of a body of known length
+	gate       *bodyGate      // the current try's request body gate; nil: no body sent
 	out        httpclient.Request
 	resp       httpclient.Response
 	outHdr     httpmsg.Header // outbound request fields, reused

@@ -20,7 +20,7 @@ func TestResetExchangeIsNew(t *testing.T) {
 	u.Balance = conf.Balance{Policy: conf.RoundRobin}
 	u.Retry = conf.Retry{Attempts: 2, ConnectFailure: true, Budget: 100, MinConcurrent: 3, BodyBuffer: 1 << 10}
 	cfg := &conf.Config{Listeners: []conf.Listener{testListener()}, Upstreams: []conf.Upstream{u},
-		Routes: []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")}}
+		Routes: []conf.Route{streaming(testRoute(t, "all", "PathPrefix(`/`)", "u"))}} // the kept (retry) body
 	rt := New(Options{})
 	if err := rt.Apply(cfg); err != nil {
 		t.Fatal(err)

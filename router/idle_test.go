@@ -49,7 +49,7 @@ func TestIdleStalledResponse(t *testing.T) {
 func TestIdleStalledRequest(t *testing.T) {
 	t.Parallel()
 	upErr := make(chan error, 1)
-	fe := proxyTo(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fe := proxyStreaming(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		upErr <- err
 	}), shortIdle)
@@ -103,7 +103,7 @@ func TestIdleSlowButMoving(t *testing.T) {
 func TestIdleUpstreamNotReading(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	fe := proxyTo(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fe := proxyStreaming(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release // the server notices no close while a body is unread
 	}), shortIdle)
 	t.Cleanup(func() { close(release) }) // runs before the upstream's Close

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edgeway/edgeway/internal/bodybuf"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -33,8 +34,11 @@ type Metrics struct {
 	upstreams map[string]*upstreamStats
 	pools     func() map[string]*upstream.Pool // the router's live pools, for state gauges
 	limits    func() map[string]*routeLimit    // the router's live rate limits
+	buffers   func() bodybuf.Stats             // the router's body buffers
 
 	retries, budget, overLimit, state, inFlight, ejections, transitions *prometheus.Desc
+
+	bufBytes, bufSpills, bufOverflows *prometheus.Desc
 
 	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
 	duration, upDuration                              *prometheus.Desc
@@ -92,6 +96,12 @@ func NewMetrics() *Metrics {
 			Help: "Requests a listener answered itself before routing (malformed, too large, smuggling, bad Host, unsupported version), by listener, protocol and reason."},
 			[]string{"listener", "protocol", "reason"}),
 		tunnels: newTunnelMetrics(),
+		bufBytes: prometheus.NewDesc("edgeway_buffer_bytes",
+			"Bytes of request bodies held before forwarding (request buffering), by where: memory or disk.", []string{"where"}, nil),
+		bufSpills: prometheus.NewDesc("edgeway_buffer_spills_total",
+			"Request bodies that outgrew their memory and went on in a temporary file.", nil, nil),
+		bufOverflows: prometheus.NewDesc("edgeway_buffer_overflow_total",
+			"Request bodies that could not be held (the buffers' disk cap was reached, or a temporary file failed) and streamed instead.", nil, nil),
 	}
 }
 
@@ -284,7 +294,8 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
-		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions} {
+		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions,
+		m.bufBytes, m.bufSpills, m.bufOverflows} {
 		ch <- d
 	}
 	m.refused.Describe(ch)
@@ -333,6 +344,19 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.limits != nil {
 		collectLimits(ch, m.limits())
 	}
+	if m.buffers != nil {
+		m.collectBuffers(ch)
+	}
+}
+
+// collectBuffers reports the request body buffers, read from the pool's
+// atomics at scrape time.
+func (m *Metrics) collectBuffers(ch chan<- prometheus.Metric) {
+	s := m.buffers()
+	ch <- prometheus.MustNewConstMetric(m.bufBytes, prometheus.GaugeValue, float64(s.Memory), "memory")
+	ch <- prometheus.MustNewConstMetric(m.bufBytes, prometheus.GaugeValue, float64(s.Disk), "disk")
+	ch <- prometheus.MustNewConstMetric(m.bufSpills, prometheus.CounterValue, float64(s.Spills))
+	ch <- prometheus.MustNewConstMetric(m.bufOverflows, prometheus.CounterValue, float64(s.Overflows))
 }
 
 // collectPools reports each live server's state, in-flight requests and

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"io"
+
 	"github.com/edgeway/edgeway/upstream/httpclient"
 )
 
@@ -45,11 +47,19 @@ func (x *exchange) buildOutbound() {
 		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
 		Client: in.RemoteAddr, Local: in.LocalAddr, // send_proxy's PROXY header
 	}
-	if in.Body != nil && in.ContentLength != 0 {
-		x.tap = &bodyTap{r: in.Body, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
+	switch {
+	case x.bufState == bufWhole:
+		x.bufferedOut()
+	case in.Body != nil && in.ContentLength != 0:
+		var r io.Reader = in.Body
+		if x.bufState == bufPartial {
+			x.bodyRd = x.body.NewReader()
+			r = io.MultiReader(&x.bodyRd, in.Body)
+		}
+		x.tap = &bodyTap{r: r, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
 		x.out.Body = x.tap
 		x.wd.arm(x.tap.gen, phaseUpload)
-	} else {
+	default:
 		x.out.ContentLength = 0
 	}
 }

@@ -67,7 +67,8 @@ func TestPanicsInARequestAreContained(t *testing.T) {
 			u := testUpstream("app", []string{addr(up)})
 			u.Protocol = tc.protocol
 			cfg := &conf.Config{Listeners: []conf.Listener{testListener()}, Upstreams: []conf.Upstream{u},
-				Routes: []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "app")}}
+				// The body streams, so that its copier is the one that panics.
+				Routes: []conf.Route{streaming(testRoute(t, "all", "PathPrefix(`/`)", "app"))}}
 			rt := New(Options{})
 			if err := rt.Apply(cfg); err != nil {
 				t.Fatal(err)

@@ -15,7 +15,13 @@ import (
 // back; a response with a Content-Length goes out through the writer's
 // buffer, which saves a write(2) per response on small answers.
 func (x *exchange) forward() {
-	if x.refuseLargeBody() || !x.admit() {
+	if x.refuseLargeBody() {
+		return
+	}
+	if x.buffersBody() && !x.bufferBody() {
+		return
+	}
+	if !x.admit() {
 		return
 	}
 	pool := x.rt.pool
@@ -24,13 +30,18 @@ func (x *exchange) forward() {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
-	if pol := pool.Retry(); x.out.Body != nil && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
+	if pol := pool.Retry(); x.out.Body != nil && x.bufState == bufNone && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
 		if err := x.keepBody(pol.BodyBuffer); err != nil {
 			x.proxyError(&httpclient.BodyError{Err: err}) // nothing was forwarded
 			return
 		}
 	}
-	if x.out.Body != nil {
+	switch {
+	case x.out.Body == nil:
+	case x.tap == nil: // buffered whole: a gate of its own
+		x.gate = &bodyGate{r: x.out.Body}
+		x.out.Body = x.gate
+	default:
 		// From here on the body is read on the upstream client's writer
 		// goroutine: through a gate that the end of the exchange closes.
 		x.tap.gate.r = x.out.Body

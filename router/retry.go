@@ -24,7 +24,7 @@ func (x *exchange) retryable(try int, err error) bool {
 	if try >= pol.Attempts || (err == nil && !slices.Contains(pol.Statuses, x.resp.Status)) {
 		return false // the common case: an answer that is not retried
 	}
-	if (x.out.Body != nil && x.kept == nil) || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
+	if (x.out.Body != nil && x.kept == nil && x.bufState != bufWhole) || x.in.Context().Err() != nil || x.cancel.Cause() != nil {
 		return false
 	}
 	idem := idempotent(x.in.Method)
@@ -50,15 +50,26 @@ func (x *exchange) retryable(try int, err error) bool {
 	if err == nil && x.resp.Body != nil {
 		x.resp.Body.Close()
 	}
-	if x.kept != nil {
+	if x.gate != nil && (x.kept != nil || x.bufState == bufWhole) {
 		// A fresh reader behind a fresh gate: the failed try's body
 		// writer may still hold the old one, whose gate is closed (a
-		// bytes.Reader never blocks, so this waits for a copy at most).
+		// buffered body's reader never blocks, so this waits for a copy
+		// at most).
 		x.gate.close(nil)
-		x.gate = &bodyGate{r: bytes.NewReader(x.kept)}
+		x.gate = &bodyGate{r: x.replay()}
 		x.out.Body = x.gate
 	}
 	return true
+}
+
+// replay returns a reader of the whole body from its start: the kept
+// retry buffer, or the buffered body.
+func (x *exchange) replay() io.Reader {
+	if x.kept != nil {
+		return bytes.NewReader(x.kept)
+	}
+	r := x.body.NewReader()
+	return &r
 }
 
 // keepBody reads a request body of at most limit bytes whole, so that a

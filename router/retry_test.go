@@ -3,6 +3,7 @@ package router
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -108,9 +109,19 @@ func TestMaxRequests(t *testing.T) {
 
 // TestRetryWithBody checks that a small body is kept and sent whole to the
 // next server after a connect failure, and that a body over body_buffer is
-// not retried.
+// not retried, when the body streams; a buffered body (the default) is
+// retried whatever its size: the buffer is its replay.
 func TestRetryWithBody(t *testing.T) {
 	t.Parallel()
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel()
+			retryWithBody(t, stream)
+		})
+	}
+}
+
+func retryWithBody(t *testing.T, stream bool) {
 	echo := proxyTarget(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.Write(b)
@@ -123,7 +134,12 @@ func TestRetryWithBody(t *testing.T) {
 		Upstreams: []conf.Upstream{u},
 		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
 	}
+	cfg.Routes[0].StreamRequestBody = stream
 	_, fe := front(t, cfg, Options{})
+	large := 502 // over body_buffer: not kept, not retried
+	if !stream {
+		large = 200
+	}
 	for _, tc := range []struct {
 		body    string
 		chunked bool
@@ -131,7 +147,8 @@ func TestRetryWithBody(t *testing.T) {
 	}{
 		{body: "small body", want: 200},
 		{body: "small chunked body", chunked: true, want: 200},
-		{body: strings.Repeat("x", 4<<10), want: 502},
+		{body: strings.Repeat("x", 4<<10), want: large},
+		{body: strings.Repeat("y", 3<<20), chunked: true, want: large},
 	} {
 		// Round robin: the first of every two requests meets the dead
 		// server first.

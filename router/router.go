@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/bodybuf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/internal/stdhttp"
@@ -65,6 +66,7 @@ type Router struct {
 	limits    map[string]*limitEntry                 // rate limiters by name; guarded by mu
 	limitView atomic.Pointer[map[string]*routeLimit] // the live ones, for the metrics
 	exchanges sync.Pool                              // *exchange
+	bufs      *bodybuf.Pool                          // request bodies held before forwarding (buffering.go)
 	tunnels   tunnels
 	refusals  refusalLog
 }
@@ -73,7 +75,8 @@ type Router struct {
 // Apply succeeds.
 func New(opts Options) *Router {
 	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, query: opts.AccessQuery,
-		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), tracer: opts.Tracer, set: upstream.NewSet()}
+		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), tracer: opts.Tracer, set: upstream.NewSet(),
+		bufs: bodybuf.NewPool(bodybuf.Limits{})}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -86,6 +89,7 @@ func New(opts Options) *Router {
 			}
 			return nil
 		}
+		r.metrics.buffers = r.bufs.Stats
 	}
 	r.snap.Store(&Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}})
 	r.exchanges.New = func() any { return newExchange(r) }
@@ -107,6 +111,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	}
 	s.attach(r.set.Sync(cfg.Upstreams))
 	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
+	r.bufs.SetLimits(bufferLimits(cfg.Buffers))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)
 	}
@@ -115,6 +120,16 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	r.releaseLater()
 	return nil
 }
+
+// bufferLimits maps the buffers block to the pool's limits (zero fields
+// mean the same defaults in both).
+func bufferLimits(b conf.Buffers) bodybuf.Limits {
+	return bodybuf.Limits{Memory: b.Memory, Disk: b.Disk, PerBody: b.RequestMemory, Dir: b.Dir}
+}
+
+// BufferStats reports what request bodies held before forwarding take now
+// (for tests and the admin API).
+func (r *Router) BufferStats() bodybuf.Stats { return r.bufs.Stats() }
 
 // releaseDelay is how long after the last Apply the memory of the tables
 // it replaced is handed back to the kernel: long enough for the requests
@@ -202,6 +217,7 @@ func (r *Router) finish(x *exchange) {
 		}
 	}
 	joined := x.closeBody()
+	x.releaseBody(joined)
 	x.end()
 	x.releaseSlots()
 	if x.tc.span != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/routes/rule"
@@ -25,8 +26,10 @@ type httpListener struct {
 	name      string
 	normalize bool
 	maxBody   int64 // request body limit in bytes; 0: none
-	trusted   []netip.Prefix
-	access    *accessList // allow/deny; nil: none
+	// bodyTimeout bounds a buffered body's silence; 0: none.
+	bodyTimeout time.Duration
+	trusted     []netip.Prefix
+	access      *accessList // allow/deny; nil: none
 	// errorPages: the listener's error_page lines; nil: none.
 	errorPages errorPages
 	notFound   []byte
@@ -61,6 +64,8 @@ type route struct {
 	compress   *compressPolicy
 	fwdAuth    *forwardAuth // nil: none
 	jwt        *jwtPolicy   // nil: none
+	// streamBody: request_buffering off (conf.Route.StreamRequestBody).
+	streamBody bool
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -108,7 +113,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth),
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
-			jwt: compileJWT(rc.JWT)}
+			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody}
 	}
 	return routes, nil
 }
@@ -119,13 +124,14 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		body = defaultNotFound
 	}
 	hl := &httpListener{
-		name:       lc.Name,
-		normalize:  lc.Normalize,
-		maxBody:    bodyLimit(lc),
-		trusted:    lc.TrustedProxies,
-		access:     compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
-		errorPages: compileErrorPages(lc.ErrorPages),
-		notFound:   []byte(body),
+		name:        lc.Name,
+		normalize:   lc.Normalize,
+		maxBody:     bodyLimit(lc),
+		bodyTimeout: bodyTimeoutOf(lc),
+		trusted:     lc.TrustedProxies,
+		access:      compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
+		errorPages:  compileErrorPages(lc.ErrorPages),
+		notFound:    []byte(body),
 	}
 	var entries []rule.Entry
 	for i, rc := range rcs {

@@ -49,6 +49,24 @@ func waitOrFail(ch <-chan struct{}, what string) error {
 
 func proxyTo(t testing.TB, h http.Handler, tune ...func(*conf.Upstream)) *httptest.Server {
 	t.Helper()
+	return proxyToRoute(t, h, false, tune...)
+}
+
+// proxyStreaming is proxyTo with `request_buffering off` on the route: the
+// request body streams to the upstream as it arrives.
+func proxyStreaming(t testing.TB, h http.Handler, tune ...func(*conf.Upstream)) *httptest.Server {
+	t.Helper()
+	return proxyToRoute(t, h, true, tune...)
+}
+
+// streaming is r with `request_buffering off`.
+func streaming(r conf.Route) conf.Route {
+	r.StreamRequestBody = true
+	return r
+}
+
+func proxyToRoute(t testing.TB, h http.Handler, stream bool, tune ...func(*conf.Upstream)) *httptest.Server {
+	t.Helper()
 	up := httptest.NewServer(h)
 	t.Cleanup(up.Close)
 	u := testUpstream("u", []string{addr(up)})
@@ -60,6 +78,7 @@ func proxyTo(t testing.TB, h http.Handler, tune ...func(*conf.Upstream)) *httpte
 		Upstreams: []conf.Upstream{u},
 		Routes:    []conf.Route{testRoute(t, "all", "PathPrefix(`/`)", "u")},
 	}
+	cfg.Routes[0].StreamRequestBody = stream
 	_, fe := front(t, cfg, Options{})
 	return fe
 }
@@ -70,7 +89,7 @@ func TestStreamingUpload(t *testing.T) {
 		t.Run("chunked="+strconv.FormatBool(chunked), func(t *testing.T) {
 			t.Parallel()
 			started := make(chan struct{})
-			fe := proxyTo(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fe := proxyStreaming(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var first [1]byte
 				if _, err := io.ReadFull(r.Body, first[:]); err != nil {
 					http.Error(w, err.Error(), 500)

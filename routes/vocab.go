@@ -9,6 +9,7 @@ const (
 	MainBlock        BlockKind = "main file"
 	RouteFileBlock   BlockKind = "route file"
 	ListenBlock      BlockKind = "listen block"
+	BuffersBlock     BlockKind = "buffers block"
 	AdminBlock       BlockKind = "admin block"
 	LogBlock         BlockKind = "log block"
 	TracingBlock     BlockKind = "tracing block"
@@ -58,6 +59,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "log", Block: LogBlock, MainOnly: true},
 		{Name: "tracing", Block: TracingBlock, MainOnly: true},
 		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
+		{Name: "buffers", Block: BuffersBlock, MainOnly: true},
 		{Name: "tls", Block: TLSBlock, MainOnly: true},
 		{Name: "shutdown_grace", Usage: "DURATION", Min: 1, Max: 1, MainOnly: true},
 		{Name: "tunnel_drain", Usage: "DURATION|off", Min: 1, Max: 1, MainOnly: true},
@@ -100,6 +102,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "max_header_bytes", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},
+		{Name: "body_timeout", Usage: "DURATION|off", Min: 1, Max: 1},
 		{Name: "max_conns", Usage: "N", Min: 1, Max: 1},
 		{Name: "backlog", Usage: "N", Min: 1, Max: 1},
 		{Name: "reuseport", Usage: "on|off", Min: 1, Max: 1},
@@ -196,6 +199,12 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "gomemlimit", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "gc_percent", Usage: "N|off", Min: 1, Max: 1},
 	},
+	BuffersBlock: {
+		{Name: "memory", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "disk", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "request_memory", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "dir", Usage: "PATH", Min: 1, Max: 1},
+	},
 	UpstreamBlock: {
 		{Name: "server", Usage: "ADDR [weight N]", Min: 1, Max: 3, Repeat: true, take: takeServer},
 		{Name: "connect_timeout", Usage: "DURATION", Min: 1, Max: 1},
@@ -270,6 +279,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "forward_auth", Usage: "URL", Min: 1, Max: 1, Block: ForwardAuthBlock},
 		Spec{Name: "jwt", Block: JWTBlock},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
+		Spec{Name: "request_buffering", Usage: "on|off", Min: 1, Max: 1},
 	),
 	CORSBlock: {
 		{Name: "origins", Usage: "ORIGIN...|*", Min: 1, Max: -1, Repeat: true},

@@ -138,6 +138,9 @@ func (d *daemon) loadNext(opts admin.ReloadOptions) (*conf.Config, []admin.Reloa
 	if err := d.loadCertificates(cfg); err != nil {
 		return nil, reloadErrors(err)
 	}
+	if err := makeBufferDir(cfg); err != nil {
+		return nil, reloadErrors(err)
+	}
 	if err := d.router.Apply(cfg); err != nil {
 		return nil, reloadErrors(err)
 	}

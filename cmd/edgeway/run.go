@@ -157,6 +157,9 @@ func (d *daemon) start() error {
 	if err := d.newACME(d.cfg); err != nil {
 		return err
 	}
+	if err := makeBufferDir(d.cfg); err != nil {
+		return err
+	}
 	if err := d.router.Apply(d.cfg); err != nil {
 		return fmt.Errorf("applying configuration: %w", err)
 	}
