@@ -163,4 +163,6 @@ type ReloadError struct {
 	// (a listener change that needs a restart).
 	At      string `json:"at,omitempty"`
 	Message string `json:"message"`
+	// Source is the text of the line At names, when there is one.
+	Source string `json:"source,omitempty"`
 }

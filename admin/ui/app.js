@@ -358,7 +358,8 @@ function renderConfig() {
   if (!r.ok) {
     kids.push(el('p', {class: 'error'}, r.error));
     kids.push(el('ul', {class: 'errors', id: 'reload-errors'}, ...(r.errors || []).map((e) =>
-      el('li', {}, e.at ? el('code', {class: 'at'}, e.at) : null, e.at ? ': ' : '', e.message))));
+      el('li', {}, e.at ? el('code', {class: 'at'}, e.at) : null, e.at ? ': ' : '', e.message,
+        e.source ? el('pre', {class: 'source'}, e.source) : null))));
   }
   box.replaceChildren(...kids);
 }

@@ -181,7 +181,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Click(css("#reload")), chromedp.WaitVisible(css("#confirm")), chromedp.Click(css("#confirm-ok")),
 		until(`document.querySelector('#toast')?.textContent.startsWith('reload refused')`),
 		until(`document.querySelector('#reload-errors')?.textContent.includes(`+jsString(bad+":3:6")+`)`),
-		until(`document.querySelector('#reload-errors')?.textContent.includes('unknown upstream "missing"')`))
+		until(`document.querySelector('#reload-errors')?.textContent.includes('unknown upstream "missing"')`),
+		// The offending line itself, as the file has it.
+		until(`document.querySelector('#reload-errors pre.source')?.textContent.includes('to missing')`))
 	br.shot("7-config")
 	if !strings.Contains(e.p.Log(), "trigger=api") {
 		t.Errorf("no reload with trigger=api in the log:\n%s", e.p.Log())

@@ -203,7 +203,7 @@ func reloadErrors(err error) []admin.ReloadError {
 		if diag.Pos.Line > 0 {
 			at = diag.Pos.String()
 		}
-		out = append(out, admin.ReloadError{At: at, Message: diag.Msg})
+		out = append(out, admin.ReloadError{At: at, Message: diag.Msg, Source: diag.Source})
 	}
 	return out
 }
