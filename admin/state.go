@@ -106,6 +106,12 @@ type Explanation struct {
 	// Denied is "listener" or "route" when that one's access lists refuse
 	// the client_ip given (Status 403).
 	Denied string `json:"denied,omitempty"`
+	// TriedBefore are the routes of the listener tried before Route (a
+	// higher priority, or the same one earlier in the files) whose rules
+	// did not match, in the order tried; at most maxTried of them, and
+	// TriedCount is how many there were.
+	TriedBefore []string `json:"tried_before,omitempty"`
+	TriedCount  int      `json:"tried_count,omitempty"`
 }
 
 // UpstreamSettings are what an upstream's settings come to for a request

@@ -389,7 +389,8 @@ async function onExplain(e) {
   const rows = [['Route', x.route], ['Kind', x.kind], ['Listener', x.listener], ['Upstream', x.upstream || '(answers itself)'],
     ['Rule', x.rule], ['Priority', x.priority], ['Defined at', x.source], ['Upstream path', x.upstream_path],
     ['Status', x.status], ['Location', x.location], ['Policies', (x.policies || []).join(', ')],
-    ['Denied by', x.denied ? `the ${x.denied}'s access lists` : '']];
+    ['Denied by', x.denied ? `the ${x.denied}'s access lists` : ''],
+    ['Tried before', x.tried_count ? (x.tried_before || []).join(', ') + (x.tried_count > (x.tried_before || []).length ? `, and ${x.tried_count - x.tried_before.length} more` : '') + ' (did not match)' : '']];
   if (x.settings) {
     const s = x.settings;
     rows.push(['Balance', s.balance], ['Timeouts', `connect ${s.connect_timeout_seconds}s, response ${s.response_timeout_seconds}s, idle ${s.idle_timeout_seconds}s`], ['Retries', s.retries]);

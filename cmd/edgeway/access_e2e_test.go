@@ -101,6 +101,13 @@ func TestExplainPolicies(t *testing.T) {
 		"upstream up { server 127.0.0.1:80 }\n" +
 		"route r {\n  match PathPrefix(`/`)\n  allow 10.0.0.0/8\n  cors { origins https://a.test }\n  error_page 502 \"down\"\n  to up\n}\n"})
 	c := filepath.Join(dir, "e.conf")
+	// Routes that outrank r but do not match are listed as tried first.
+	text, _ := os.ReadFile(c)
+	os.WriteFile(c, append(text, "route a { match Path(`/admin/long/path`)\n to up }\nroute b { match Host(`bbbb.test`)\n to up }\n"...), 0o644)
+	if out, code := runCLI(t, "explain", "-c", c, "--client-ip", "10.1.2.3", "GET", "http://localhost:8080/x"); code != 0 ||
+		!strings.Contains(out, "  tried     a, b (before it; they did not match)\n") {
+		t.Errorf("tried routes: %q exit %d", out, code)
+	}
 	for _, tc := range []struct {
 		ip, first string
 	}{

@@ -126,6 +126,13 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 	if e.UpstreamPath != "" {
 		fmt.Fprintf(stdout, "  sent as   %s\n", e.UpstreamPath)
 	}
+	if e.TriedCount > 0 {
+		more := ""
+		if e.TriedCount > len(e.TriedBefore) {
+			more = fmt.Sprintf(", and %d more", e.TriedCount-len(e.TriedBefore))
+		}
+		fmt.Fprintf(stdout, "  tried     %s%s (before it; they did not match)\n", strings.Join(e.TriedBefore, ", "), more)
+	}
 	if len(e.Policies) > 0 {
 		fmt.Fprintf(stdout, "  policies  %s\n", strings.Join(e.Policies, ", "))
 	}

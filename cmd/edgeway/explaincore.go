@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/edgeway/edgeway/admin"
@@ -141,11 +142,13 @@ func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req 
 	}
 	e := admin.Explanation{Kind: "http", Listener: listener, Route: o.Route, Upstream: o.Upstream,
 		UpstreamPath: o.UpstreamPath, Status: o.Status, Location: o.Location, Policies: o.Policies, Denied: o.Denied}
-	for _, r := range cfg.Routes {
+	chosen := -1
+	for i, r := range cfg.Routes {
 		if r.Name == o.Route {
-			e.Rule, e.Priority, e.Source = r.RuleText, r.Priority, r.Pos.String()
+			e.Rule, e.Priority, e.Source, chosen = r.RuleText, r.Priority, r.Pos.String(), i
 		}
 	}
+	e.TriedBefore, e.TriedCount = triedBefore(cfg, listener, chosen)
 	for _, u := range cfg.Upstreams {
 		if u.Name == o.Upstream {
 			e.Settings = &admin.UpstreamSettings{
@@ -169,4 +172,33 @@ func balanceText(b conf.Balance) string {
 		s += " " + b.Name
 	}
 	return s
+}
+
+// maxTried bounds the routes explain lists as tried before the chosen one.
+const maxTried = 50
+
+// triedBefore lists the routes of listener that the matcher tries before
+// cfg.Routes[chosen] (higher priority first, ties in file order): with
+// the chosen one matching, none of them did. At most maxTried names, and
+// how many there were.
+func triedBefore(cfg *conf.Config, listener string, chosen int) ([]string, int) {
+	if chosen < 0 {
+		return nil, 0
+	}
+	c := cfg.Routes[chosen]
+	var before []int
+	for i, r := range cfg.Routes {
+		if i == chosen || !(r.Priority > c.Priority || (r.Priority == c.Priority && i < chosen)) {
+			continue
+		}
+		if len(r.Listeners) == 0 || slices.Contains(r.Listeners, listener) {
+			before = append(before, i)
+		}
+	}
+	slices.SortStableFunc(before, func(a, b int) int { return cfg.Routes[b].Priority - cfg.Routes[a].Priority })
+	names := make([]string, 0, min(len(before), maxTried))
+	for _, i := range before[:min(len(before), maxTried)] {
+		names = append(names, cfg.Routes[i].Name)
+	}
+	return names, len(before)
 }
