@@ -35,6 +35,7 @@ func (s *Server) uiRoutes() {
 	s.assets = assets
 	s.mux.Handle("GET /ui/assets/{name}", uiHeaders(http.HandlerFunc(s.uiAsset)))
 	s.mux.Handle("GET /ui/{$}", uiHeaders(http.HandlerFunc(s.uiIndex)))
+	s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	s.mux.Handle("GET /ui/login", uiHeaders(http.HandlerFunc(s.uiLoginPage)))
 	s.mux.Handle("POST /ui/login", uiHeaders(http.HandlerFunc(s.uiLogin)))
 	s.mux.Handle("POST /ui/logout", uiHeaders(http.HandlerFunc(s.uiLogout)))

@@ -155,6 +155,9 @@ func TestUIAssets(t *testing.T) {
 			t.Errorf("%s: %d %q %q", name, r.status, r.header.Get("Content-Type"), r.header.Get("X-Content-Type-Options"))
 		}
 	}
+	if r := send(t, "GET", base+"/ui", "", nil); r.status != http.StatusMovedPermanently || r.header.Get("Location") != "/ui/" {
+		t.Errorf("GET /ui: %d to %q, want a redirect to /ui/", r.status, r.header.Get("Location"))
+	}
 	for _, path := range []string{"/ui/assets/nope.js", "/ui/assets/", "/ui/assets/index.html", "/ui/assets/login.html", "/ui/assets/../ui.go"} {
 		if r := send(t, "GET", base+path, "", nil); r.status != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", path, r.status)
