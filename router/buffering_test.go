@@ -423,3 +423,34 @@ func TestIsGRPC(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferingSlowUploaderHTTP2: over HTTP/2 a stream whose body stops
+// gets 408 once body_timeout passes, and never reaches the upstream.
+func TestBufferingSlowUploaderHTTP2(t *testing.T) {
+	t.Parallel()
+	up := newSinkUpstream(t)
+	l := testListener()
+	l.BodyTimeout = 300 * time.Millisecond
+	rt, fe := bufferedProxy(t, up, conf.Buffers{Dir: t.TempDir()}, l, true)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	req, _ := http.NewRequest("POST", fe.URL+"/up", pr)
+	req.ContentLength = 1000
+	go pw.Write([]byte("0123")) // then nothing more
+	start := time.Now()
+	resp, err := fe.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || resp.ProtoMajor != 2 {
+		t.Errorf("answer %d over %s, want 408 over HTTP/2", resp.StatusCode, resp.Proto)
+	}
+	if d := time.Since(start); d < l.BodyTimeout {
+		t.Errorf("answered after %v, before body_timeout %v", d, l.BodyTimeout)
+	}
+	if n := up.conns.Load(); n != 0 {
+		t.Errorf("the upstream accepted %d connections, want 0", n)
+	}
+	released(t, rt, rt.bufs.Limits().Dir)
+}
