@@ -60,6 +60,7 @@ type route struct {
 	// errorPages: the route's error_page lines; nil: none.
 	errorPages errorPages
 	limits     []*routeLimit // set by Router.Apply; nil: none
+	limitNames []string      // the limits the route names, for explain
 	auth       *basicAuth    // nil: none
 	compress   *compressPolicy
 	fwdAuth    *forwardAuth // nil: none
@@ -111,7 +112,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
 		}
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
-			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth),
+			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
 			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody}
 	}
@@ -288,8 +289,8 @@ func policies(hl *httpListener, rt *route) []string {
 	if rt.cors != nil {
 		out = append(out, "cors")
 	}
-	for _, l := range rt.limits {
-		out = append(out, "limit "+l.name)
+	for _, n := range rt.limitNames {
+		out = append(out, "limit "+n)
 	}
 	if rt.auth != nil {
 		out = append(out, "basic_auth")

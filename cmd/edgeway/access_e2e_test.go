@@ -99,7 +99,8 @@ func TestExplainPolicies(t *testing.T) {
 	dir := t.TempDir()
 	testutil.WriteFiles(t, dir, map[string]string{"e.conf": "listen web {\n  addr 127.0.0.1:8080\n  deny 192.0.2.0/24\n}\n" +
 		"upstream up { server 127.0.0.1:80 }\n" +
-		"route r {\n  match PathPrefix(`/`)\n  allow 10.0.0.0/8\n  cors { origins https://a.test }\n  error_page 502 \"down\"\n  to up\n}\n"})
+		"limit l { rate 10/s }\n" +
+		"route r {\n  match PathPrefix(`/`)\n  allow 10.0.0.0/8\n  cors { origins https://a.test }\n  limit l\n  error_page 502 \"down\"\n  to up\n}\n"})
 	c := filepath.Join(dir, "e.conf")
 	// Routes that outrank r but do not match are listed as tried first.
 	text, _ := os.ReadFile(c)
@@ -116,7 +117,7 @@ func TestExplainPolicies(t *testing.T) {
 		{"198.51.100.1", "route r -> denied 403 by the route's access lists\n"},
 	} {
 		out, code := runCLI(t, "explain", "-c", c, "--client-ip", tc.ip, "GET", "http://localhost:8080/x")
-		if code != 0 || !strings.HasPrefix(out, tc.first) || !strings.Contains(out, "  policies  listener allow/deny, allow/deny, cors, error_page\n") {
+		if code != 0 || !strings.HasPrefix(out, tc.first) || !strings.Contains(out, "  policies  listener allow/deny, allow/deny, cors, limit l, error_page\n") {
 			t.Errorf("client %s: %q exit %d, want first line %q and the policies", tc.ip, out, code, tc.first)
 		}
 	}
