@@ -368,3 +368,32 @@ func TestH3RequestIDAndAccessLine(t *testing.T) {
 	}
 	p.WaitLog(t, `msg=request log=access listener=websecure protocol=HTTP/3 .* path=/id-line .* request_id=`+id+` .* tls_version=TLSv1\.3 sni=site\.test\n`)
 }
+
+// TestH3Policies: over HTTP/3 a route's deny list refuses with 403, its
+// rate limit with 429 and Retry-After, and its error page is served, as
+// over TCP.
+func TestH3Policies(t *testing.T) {
+	up := echoUpstream(t)
+	ca := testutil.NewCA(t, "h3 policies CA")
+	certDir := t.TempDir()
+	cert, key := ca.IssueFiles(t, certDir, testutil.IssueOptions{}, "site.test")
+	port := testutil.FreePort(t)
+	mainExtra := fmt.Sprintf("tls { cert %s %s default }\nlisten websecure {\n  addr 127.0.0.1:%d\n  protocols tls http1 h2 h3\n}\n", cert, key, port)
+	routes := fmt.Sprintf("upstream echo { server %s }\nlimit once { rate 1/h; burst 1; key route }\n"+
+		"route denied {\n  match PathPrefix(`/denied`)\n  listeners websecure\n  deny 127.0.0.0/8\n  error_page 403 \"no: $status\"\n  to echo\n}\n"+
+		"route limited {\n  match PathPrefix(`/limited`)\n  listeners websecure\n  limit once\n  to echo\n}\n", hostPort(up))
+	p, _, _ := startEdgeway(t, mainExtra, map[string]string{"h3.routes": routes})
+	udpAddr := p.QUICAddrs(t, 1)["websecure"]
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "site.test"}}
+	defer tr.Close()
+	base := "https://" + udpAddr
+	if a := h3Do(t, nil, tr, "GET", base+"/denied", "site.test", ""); a.status != 403 || a.body != "no: 403" {
+		t.Errorf("denied over HTTP/3: %d %q, want 403 with the error page", a.status, a.body)
+	}
+	if a := h3Do(t, nil, tr, "GET", base+"/limited", "site.test", ""); a.status != 200 {
+		t.Errorf("first limited request: %d", a.status)
+	}
+	if a := h3Do(t, nil, tr, "GET", base+"/limited", "site.test", "", "Retry-After"); a.status != 429 || a.header["Retry-After"] != "3600" {
+		t.Errorf("second limited request: %d, Retry-After %q, want 429 and 3600", a.status, a.header["Retry-After"])
+	}
+}
