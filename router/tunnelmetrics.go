@@ -44,10 +44,12 @@ func (t *tunnelMetrics) ended(listener, route, kind string, e httpmsg.TunnelEnd,
 	t.mu.Lock()
 	t.seen[[2]string{listener, route}] = true
 	t.mu.Unlock()
-	t.count.WithLabelValues(listener, route, kind, e.How).Inc()
+	// The count last: a scrape that sees the tunnel counted sees its
+	// bytes and duration too.
 	t.bytes.WithLabelValues(listener, route, "client_to_server").Add(float64(e.ToUpstream))
 	t.bytes.WithLabelValues(listener, route, "server_to_client").Add(float64(e.ToClient))
 	t.duration.WithLabelValues(listener, kind).Observe(d.Seconds())
+	t.count.WithLabelValues(listener, route, kind, e.How).Inc()
 }
 
 // keepOnly drops the series of listeners and routes that s lacks.
