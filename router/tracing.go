@@ -49,7 +49,9 @@ func (x *exchange) startTrace() {
 	}
 	state := ""
 	if ok {
-		state = joinValues(x.in.Header, tracestateHeader)
+		// A copy: the span keeps it past the request (export is batched),
+		// and a single field's value views the front end's buffer.
+		state = strings.Clone(joinValues(x.in.Header, tracestateHeader))
 	}
 	method, other := spanMethod(x.in.Method)
 	name := method
