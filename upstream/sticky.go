@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 	"github.com/edgeway/edgeway/upstream/balance"
 )
 
@@ -91,7 +92,7 @@ func cookie(h httpmsg.Header, name string) (string, bool) {
 		for v := f.Value; v != ""; {
 			var pair string
 			pair, v = cut(v, ';')
-			pair = trimOWS(pair)
+			pair = httpsyntax.TrimOWS(pair)
 			if k, val := cut(pair, '='); k == name && len(pair) > len(k) {
 				return trimQuotes(val), true
 			}
@@ -107,16 +108,6 @@ func cut(s string, c byte) (string, string) {
 		}
 	}
 	return s, ""
-}
-
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 func trimQuotes(s string) string {

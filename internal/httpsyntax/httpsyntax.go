@@ -96,3 +96,15 @@ func StripH2C(h httpmsg.Header, offered bool) httpmsg.Header {
 	}
 	return h
 }
+
+// TrimOWS removes optional whitespace (spaces and tabs, RFC 9110 §5.6.3)
+// from both ends of s.
+func TrimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}

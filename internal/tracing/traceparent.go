@@ -1,5 +1,7 @@
 package tracing
 
+import "github.com/edgeway/edgeway/internal/httpsyntax"
+
 // W3C Trace Context (https://www.w3.org/TR/trace-context/): the
 // traceparent field names the trace a request belongs to and the span
 // that sent it. Parsing and formatting work on fixed arrays: no
@@ -32,7 +34,7 @@ const TraceparentLen = 55
 // traceparent"). Spaces and tabs around the value (HTTP's OWS) are
 // ignored.
 func ParseTraceparent(v string) (c SpanContext, ok bool) {
-	v = trimOWS(v)
+	v = httpsyntax.TrimOWS(v)
 	if len(v) < TraceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
 		return SpanContext{}, false
 	}
@@ -108,14 +110,4 @@ func isZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }

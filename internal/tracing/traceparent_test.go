@@ -3,6 +3,8 @@ package tracing
 import (
 	"strings"
 	"testing"
+
+	"github.com/edgeway/edgeway/internal/httpsyntax"
 )
 
 func TestParseTraceparent(t *testing.T) {
@@ -101,7 +103,7 @@ func FuzzParseTraceparent(f *testing.F) {
 		if isZero(c.TraceID[:]) || isZero(c.SpanID[:]) {
 			t.Fatalf("%q parsed to a zero id", v)
 		}
-		trimmed := trimOWS(v)
+		trimmed := httpsyntax.TrimOWS(v)
 		if trimmed[:2] == "ff" {
 			t.Fatalf("version ff %q parsed", v)
 		}
