@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -23,9 +22,7 @@ const remoteUserHeader = "X-Remote-User"
 type basicAuth struct {
 	users     map[string]string // user -> bcrypt hash
 	challenge string            // WWW-Authenticate value
-
-	mu       sync.Mutex
-	verified map[[32]byte]int64 // digest -> unix ns until which it counts
+	verified  *grantCache[struct{}]
 }
 
 const (
@@ -37,7 +34,7 @@ func compileBasicAuth(a *conf.BasicAuth) *basicAuth {
 	if a == nil {
 		return nil
 	}
-	return &basicAuth{users: a.Users, verified: map[[32]byte]int64{},
+	return &basicAuth{users: a.Users, verified: newGrantCache[struct{}](authCacheMax),
 		challenge: `Basic realm="` + a.Realm + `", charset="UTF-8"`}
 }
 
@@ -67,25 +64,14 @@ func (a *basicAuth) check(h httpmsg.Header, scratch []byte) (string, []byte) {
 		return "", buf
 	}
 	d := sha256.Sum256([]byte(user + "\x00" + pass + "\x00" + hash))
-	now := time.Now().UnixNano()
-	a.mu.Lock()
-	until, hit := a.verified[d]
-	a.mu.Unlock()
-	if hit && now < until {
+	now := time.Now()
+	if _, hit := a.verified.get(d, now); hit {
 		return user, buf
 	}
 	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(pass)) != nil {
 		return "", buf
 	}
-	a.mu.Lock()
-	if len(a.verified) >= authCacheMax {
-		for k := range a.verified { // any one: map order is random
-			delete(a.verified, k)
-			break
-		}
-	}
-	a.verified[d] = now + int64(authCacheTTL)
-	a.mu.Unlock()
+	a.verified.put(d, struct{}{}, now.Add(authCacheTTL))
 	return user, buf
 }
 

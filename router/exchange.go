@@ -61,8 +61,9 @@ type requestState struct {
 	upStart  time.Time
 	upHead   time.Duration // the last try's wait for the response head
 	authUser string        // the user basic_auth verified; "" none
-	// authFields are the fields forward_auth's answer grants upstream.
-	authFields []httpmsg.Field
+	// authFields are the fields forward_auth's answer grants upstream,
+	// claimFields those of the jwt policy's token.
+	authFields, claimFields []httpmsg.Field
 	// slots are the max_in_flight places the request holds (released in
 	// finish).
 	slots  [maxHeldSlots]ratelimit.Slot

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
@@ -19,14 +18,7 @@ type forwardAuth struct {
 	client *http.Client
 	copy   []string // canonical names copied from a 2xx into the request
 	ttl    time.Duration
-
-	mu    sync.Mutex
-	cache map[[32]byte]authGrant // credentials digest -> grant
-}
-
-type authGrant struct {
-	until  time.Time
-	fields []httpmsg.Field
+	cache  *grantCache[[]httpmsg.Field] // credentials digest -> the fields granted
 }
 
 const (
@@ -38,7 +30,7 @@ func compileForwardAuth(a *conf.ForwardAuth) *forwardAuth {
 	if a == nil {
 		return nil
 	}
-	return &forwardAuth{url: a.URL, copy: a.CopyHeaders, ttl: a.Cache, cache: map[[32]byte]authGrant{},
+	return &forwardAuth{url: a.URL, copy: a.CopyHeaders, ttl: a.Cache, cache: newGrantCache[[]httpmsg.Field](maxAuthCache),
 		client: &http.Client{Timeout: a.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -54,11 +46,8 @@ func (x *exchange) forwardAuthenticate() bool {
 	var key [32]byte
 	if fa.ttl > 0 && creds != "\x00" {
 		key = sha256.Sum256([]byte(creds))
-		fa.mu.Lock()
-		g, ok := fa.cache[key]
-		fa.mu.Unlock()
-		if ok && time.Now().Before(g.until) {
-			x.authFields = g.fields
+		if fields, ok := fa.cache.get(key, time.Now()); ok {
+			x.authFields = fields
 			return false
 		}
 	}
@@ -112,15 +101,7 @@ func (x *exchange) forwardAuthenticate() bool {
 	}
 	x.authFields = fields
 	if fa.ttl > 0 && creds != "\x00" {
-		fa.mu.Lock()
-		if len(fa.cache) >= maxAuthCache {
-			for k := range fa.cache { // any one: map order is random
-				delete(fa.cache, k)
-				break
-			}
-		}
-		fa.cache[key] = authGrant{until: time.Now().Add(fa.ttl), fields: fields}
-		fa.mu.Unlock()
+		fa.cache.put(key, fields, time.Now().Add(fa.ttl))
 	}
 	return false
 }

@@ -3,7 +3,6 @@ package router
 import (
 	"crypto/sha256"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
@@ -20,15 +19,8 @@ type jwtPolicy struct {
 	issuer   string
 	audience string
 	leeway   time.Duration
-	claims   [][2]string // claim, header
-
-	mu    sync.Mutex
-	cache map[[32]byte]jwtGrant
-}
-
-type jwtGrant struct {
-	until  time.Time
-	fields []httpmsg.Field
+	claims   [][2]string                  // claim, header
+	cache    *grantCache[[]httpmsg.Field] // token digest -> the claim fields
 }
 
 const (
@@ -45,7 +37,7 @@ func compileJWT(c *conf.JWT) *jwtPolicy {
 		return &jwtPolicy{} // conf checked it; a policy without keys refuses every token
 	}
 	return &jwtPolicy{keys: ks, issuer: c.Issuer, audience: c.Audience, leeway: c.Leeway, claims: c.ClaimHeaders,
-		cache: map[[32]byte]jwtGrant{}}
+		cache: newGrantCache[[]httpmsg.Field](jwtCacheMax)}
 }
 
 const jwtChallenge = `Bearer error="invalid_token"`
@@ -62,11 +54,8 @@ func (x *exchange) verifyJWT() bool {
 	token := strings.TrimSpace(v[7:])
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
-	p.mu.Lock()
-	g, ok := p.cache[key]
-	p.mu.Unlock()
-	if ok && now.Before(g.until) {
-		x.authFields = g.fields
+	if fields, ok := p.cache.get(key, now); ok {
+		x.claimFields = fields
 		return false
 	}
 	claims, err := p.keys.Verify(token, now, p.leeway, p.issuer, p.audience)
@@ -80,27 +69,19 @@ func (x *exchange) verifyJWT() bool {
 			fields = append(fields, httpmsg.Field{Name: c[1], Value: s})
 		}
 	}
-	x.authFields = fields
+	x.claimFields = fields
 	until := now.Add(jwtCacheTTL)
 	if exp, ok := claims["exp"].(float64); ok && time.Unix(int64(exp), 0).Before(until) {
 		until = time.Unix(int64(exp), 0)
 	}
-	p.mu.Lock()
-	if len(p.cache) >= jwtCacheMax {
-		for k := range p.cache { // any one: map order is random
-			delete(p.cache, k)
-			break
-		}
-	}
-	p.cache[key] = jwtGrant{until: until, fields: fields}
-	p.mu.Unlock()
+	p.cache.put(key, fields, until)
 	return false
 }
 
 // setClaimFields puts the token's claim fields in the outbound fields h,
 // in place of a client's own copies.
 func (x *exchange) setClaimFields(h httpmsg.Header) httpmsg.Header {
-	return replaceFields(h, x.authFields, func(name string) bool {
+	return replaceFields(h, x.claimFields, func(name string) bool {
 		for _, c := range x.rt.jwt.claims {
 			if httpmsg.EqualFold(name, c[1]) {
 				return true
