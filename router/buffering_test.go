@@ -111,7 +111,9 @@ func TestBufferingSlowUploader(t *testing.T) {
 	t.Parallel()
 	up := newSinkUpstream(t)
 	l := testListener()
-	l.BodyTimeout = 300 * time.Millisecond
+	// Well above the sender's 100 ms gaps, so that a busy machine's late
+	// wake-up is not taken for a stalled body.
+	l.BodyTimeout = time.Second
 	rt, fe := bufferedProxy(t, up, conf.Buffers{Dir: t.TempDir()}, l, false)
 	c, err := net.Dial("tcp", fe.Listener.Addr().String())
 	if err != nil {

@@ -86,7 +86,7 @@ listen web {
   addr 127.0.0.1:0
   protocols http1 h2c
   read_header_timeout 2s
-  body_timeout 500ms
+  body_timeout 1500ms
 }
 upstream u { server %s }
 route all { match PathPrefix(`+"`/`"+`); to u }
