@@ -20,8 +20,7 @@ type Limiter struct {
 	maxFlight int32 // requests in flight per key; 0: no cap
 	interval  int64 // ns between requests at the sustained rate
 	tolerance int64 // how far ahead of now a key's TAT may run: (burst-1) * interval
-	burst     int
-	maxPer    int // keys a shard keeps
+	maxPer    int   // keys a shard keeps
 	seed      maphash.Seed
 	shard     [shards]shard
 
@@ -64,7 +63,7 @@ func New(rate int, per time.Duration, burst, maxKeys int) *Limiter {
 // (0: no cap); Acquire takes the slots.
 func NewWithCap(rate int, per time.Duration, burst, maxKeys, maxInFlight int) *Limiter {
 	burst = max(burst, 1)
-	l := &Limiter{rated: rate > 0, maxFlight: int32(maxInFlight), interval: int64(per) / int64(max(rate, 1)), burst: burst,
+	l := &Limiter{rated: rate > 0, maxFlight: int32(maxInFlight), interval: int64(per) / int64(max(rate, 1)),
 		maxPer: max(maxKeys/shards, 1), seed: maphash.MakeSeed()}
 	l.tolerance = int64(burst-1) * l.interval
 	for i := range l.shard {
@@ -196,6 +195,3 @@ func (l *Limiter) Stats() Stats {
 	}
 	return st
 }
-
-// Burst is the bucket size the limiter was made with.
-func (l *Limiter) Burst() int { return l.burst }
