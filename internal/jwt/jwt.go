@@ -156,8 +156,12 @@ func (ks *KeySet) find(kid, alg string) (key, error) {
 			return k, nil
 		}
 	}
-	return key{}, fmt.Errorf("no key %q", kid)
+	return key{}, fmt.Errorf("%w %q", ErrUnknownKey, kid)
 }
+
+// ErrUnknownKey is Verify's error for a token whose key (kid) the set
+// does not hold: a key set kept from a URL may be out of date.
+var ErrUnknownKey = errors.New("no key")
 
 func verify(k key, signed string, sig []byte) bool {
 	sum := sha256.Sum256([]byte(signed))
