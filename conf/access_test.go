@@ -1,12 +1,14 @@
 package conf
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAccessDirectives: allow and deny take addresses, CIDRs and list
@@ -139,5 +141,39 @@ func TestJWTBlock(t *testing.T) {
 	}
 	if _, err := loadString(t, strings.Replace(src, "jwks keys.json; ", "", 1)); err == nil || !strings.Contains(err.Error(), "jwt block has no jwks") {
 		t.Errorf("no jwks: %v", err)
+	}
+}
+
+// TestJWTBlockURL: a jwks URL is kept to be fetched (nothing read at
+// load), with its refresh interval; a bad URL or a refresh for a file is
+// refused at its line.
+func TestJWTBlockURL(t *testing.T) {
+	t.Parallel()
+	const tmpl = "listen web { addr :80 }\nupstream u { server a:1 }\nroute r {\n  match Path(`/`)\n  jwt { %s }\n  to u\n}\n"
+	for _, c := range []struct {
+		desc, block, err string
+		url              string
+		refresh          time.Duration
+	}{
+		{desc: "https URL, default refresh", block: "jwks https://id.test/.well-known/jwks.json", url: "https://id.test/.well-known/jwks.json", refresh: DefaultJWKSRefresh},
+		{desc: "http URL, refresh", block: "jwks http://127.0.0.1:9/keys; jwks_refresh 30s", url: "http://127.0.0.1:9/keys", refresh: 30 * time.Second},
+		{desc: "URL without a host", block: "jwks https:///keys", err: `main.conf:5:14: jwks: invalid URL "https:///keys"`},
+		{desc: "refresh of a file", block: "jwks keys.json; jwks_refresh 1m", err: "main.conf:5:25: jwks_refresh: only a jwks URL is refreshed"},
+		{desc: "zero refresh", block: "jwks https://id.test/k; jwks_refresh 0s", err: "main.conf:5:46: jwks_refresh: must be more than 0"},
+	} {
+		cfg, err := loadString(t, fmt.Sprintf(tmpl, c.block), "keys.json", `{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k1","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %v, want %q", c.desc, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.desc, err)
+			continue
+		}
+		if j := cfg.Routes[0].JWT; j.JWKSURL != c.url || j.JWKSRefresh != c.refresh || j.JWKS != nil {
+			t.Errorf("%s: url %q refresh %v, want %q %v", c.desc, j.JWKSURL, j.JWKSRefresh, c.url, c.refresh)
+		}
 	}
 }

@@ -432,13 +432,22 @@ type Limit struct {
 	Pos         Pos
 }
 
-// JWT is a route's `jwt { jwks FILE; issuer ISS; audience AUD;
-// claim_header CLAIM HEADER; leeway D }` block: a request needs an
-// `Authorization: Bearer` token signed by a key of the JWKS file (RS256,
+// JWT is a route's `jwt { jwks FILE|URL; jwks_refresh D; issuer ISS;
+// audience AUD; claim_header CLAIM HEADER; leeway D }` block: a request
+// needs an `Authorization: Bearer` token signed by a key of the JWKS (RS256,
 // ES256 or EdDSA), not expired, with the issuer and audience given.
 type JWT struct {
 	JWKS     []byte // the key set file's content, read at load (watched)
 	JWKSFile string
+	// JWKSURL is where the key set is fetched from instead (`jwks
+	// https://...`): in the background, kept while the URL fails, and
+	// again at once (at most every 10s) for a token whose kid it lacks.
+	JWKSURL string
+	// JWKSRefresh is how long a fetched set is used when its answer has
+	// no Cache-Control max-age (a max-age is honoured between 1 minute,
+	// or JWKSRefresh when shorter, and 24 hours); with a URL, default
+	// DefaultJWKSRefresh.
+	JWKSRefresh time.Duration
 	Issuer   string
 	Audience string
 	// ClaimHeaders copy string claims into request fields upstream, in
@@ -447,6 +456,10 @@ type JWT struct {
 	Leeway       time.Duration // allowed clock skew on exp and nbf; default 30s
 	Pos          Pos
 }
+
+// DefaultJWKSRefresh is how often a jwks URL is fetched again when its
+// answers give no max-age.
+const DefaultJWKSRefresh = 5 * time.Minute
 
 // ForwardAuth is a route's `forward_auth URL { timeout D; copy_headers
 // NAME...; cache D }` block: before a request goes on, the auth service

@@ -419,8 +419,8 @@ var compressTable = table[*Compress]{
 // forwardAuthDirective reads a route's `forward_auth URL { ... }`.
 func forwardAuthDirective(b *builder, r *draft, d *routes.Directive) {
 	a := &ForwardAuth{URL: d.Args[0].Value, Timeout: 2 * time.Second, Pos: b.pos(d.Pos)}
-	if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		b.errorf(d.Args[0].Pos, "forward_auth: invalid URL %q (expected http://host[:port]/path or https://...)", a.URL)
+	if err := serviceURL(a.URL); err != nil {
+		b.errorf(d.Args[0].Pos, "forward_auth: %v", err)
 	}
 	if d.Block != nil {
 		run(b, forwardAuthTable, a, d.Block.Directives)
@@ -452,14 +452,32 @@ var forwardAuthTable = table[*ForwardAuth]{
 func jwtDirective(b *builder, r *draft, d *routes.Directive) {
 	j := &JWT{Leeway: 30 * time.Second, Pos: b.pos(d.Pos)}
 	run(b, jwtTable, j, d.Block.Directives)
-	if j.JWKSFile == "" && !hasDirective(d, "jwks") {
-		b.missingf(d, "jwt block has no jwks (expected `jwks FILE`, a JSON Web Key Set)")
+	if j.JWKSFile == "" && j.JWKSURL == "" && !hasDirective(d, "jwks") {
+		b.missingf(d, "jwt block has no jwks (expected `jwks FILE` or `jwks URL`, a JSON Web Key Set)")
+	}
+	if j.JWKSURL == "" && j.JWKSRefresh != 0 {
+		for _, c := range d.Block.Directives {
+			if c.Name == "jwks_refresh" {
+				b.errorf(c.Pos, "jwks_refresh: only a jwks URL is refreshed (a file is watched)")
+			}
+		}
+	}
+	if j.JWKSURL != "" && j.JWKSRefresh == 0 {
+		j.JWKSRefresh = DefaultJWKSRefresh
 	}
 	r.jwt = j
 }
 
 var jwtTable = table[*JWT]{
 	"jwks": func(b *builder, j *JWT, d *routes.Directive) {
+		if v := d.Args[0].Value; isHTTPURL(v) {
+			if err := serviceURL(v); err != nil {
+				b.errorf(d.Args[0].Pos, "jwks: %v", err)
+				return
+			}
+			j.JWKSURL = v
+			return
+		}
 		path := b.filePath(d, 0, ReadFile)
 		if path == "" {
 			return
@@ -489,4 +507,5 @@ var jwtTable = table[*JWT]{
 			j.Leeway = v
 		}
 	},
+	"jwks_refresh": func(b *builder, j *JWT, d *routes.Directive) { b.setDuration(d, &j.JWKSRefresh) },
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -370,6 +371,22 @@ func (b *builder) basicAuth(d *routes.Directive) *BasicAuth {
 		}
 	}
 	return a
+}
+
+// isHTTPURL reports whether v is written as an http or https URL (not a
+// file path).
+func isHTTPURL(v string) bool {
+	l := strings.ToLower(v)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
+}
+
+// serviceURL checks the URL of a service edgeway asks (forward_auth, a
+// jwks URL): http or https with a host.
+func serviceURL(v string) error {
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("invalid URL %q (expected http://host[:port]/path or https://...)", v)
+	}
+	return nil
 }
 
 // ValidJWKS reports whether data is a JWKS edgeway can verify with.

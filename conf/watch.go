@@ -98,7 +98,7 @@ func addressFiles(main string, d *routes.Directive) []string {
 		}
 		if c.Name == "jwt" && c.Block != nil {
 			for _, j := range c.Block.Directives {
-				if j.Name == "jwks" && len(j.Args) == 1 {
+				if j.Name == "jwks" && len(j.Args) == 1 && !isHTTPURL(j.Args[0].Value) {
 					out = append(out, ConfigPath(main, j.Args[0].Value))
 				}
 			}

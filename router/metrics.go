@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/internal/bodybuf"
+	"github.com/edgeway/edgeway/internal/jwt"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -35,6 +36,7 @@ type Metrics struct {
 	pools     func() map[string]*upstream.Pool // the router's live pools, for state gauges
 	limits    func() map[string]*routeLimit    // the router's live rate limits
 	buffers   func() bodybuf.Stats             // the router's body buffers
+	jwks      func() map[jwksKey]*jwt.Remote   // the router's key sets from URLs
 
 	retries, budget, overLimit, state, inFlight, ejections, transitions *prometheus.Desc
 
@@ -294,7 +296,7 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
-		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions,
+		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions, jwksFetches,
 		m.bufBytes, m.bufSpills, m.bufOverflows} {
 		ch <- d
 	}
@@ -346,6 +348,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if m.buffers != nil {
 		m.collectBuffers(ch)
+	}
+	if m.jwks != nil {
+		collectJWKS(ch, m.jwks())
 	}
 }
 

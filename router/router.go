@@ -13,6 +13,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/bodybuf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/jwt"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/internal/stdhttp"
 	"github.com/edgeway/edgeway/internal/tracing"
@@ -63,10 +64,12 @@ type Router struct {
 	snap    atomic.Pointer[Snapshot]
 	release *time.Timer // hands a replaced table's memory back; guarded by mu
 
-	limits    map[string]*limitEntry                 // rate limiters by name; guarded by mu
-	limitView atomic.Pointer[map[string]*routeLimit] // the live ones, for the metrics
-	exchanges sync.Pool                              // *exchange
-	bufs      *bodybuf.Pool                          // request bodies held before forwarding (buffering.go)
+	limits    map[string]*limitEntry                  // rate limiters by name; guarded by mu
+	limitView atomic.Pointer[map[string]*routeLimit]  // the live ones, for the metrics
+	jwks      map[jwksKey]*jwt.Remote                 // key sets fetched from URLs; guarded by mu
+	jwksView  atomic.Pointer[map[jwksKey]*jwt.Remote] // the live ones, for the metrics
+	exchanges sync.Pool                               // *exchange
+	bufs      *bodybuf.Pool                           // request bodies held before forwarding (buffering.go)
 	tunnels   tunnels
 	refusals  refusalLog
 }
@@ -90,6 +93,12 @@ func New(opts Options) *Router {
 			return nil
 		}
 		r.metrics.buffers = r.bufs.Stats
+		r.metrics.jwks = func() map[jwksKey]*jwt.Remote {
+			if m := r.jwksView.Load(); m != nil {
+				return *m
+			}
+			return nil
+		}
 	}
 	r.snap.Store(&Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}})
 	r.exchanges.New = func() any { return newExchange(r) }
@@ -111,6 +120,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	}
 	s.attach(r.set.Sync(cfg.Upstreams))
 	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
+	s.attachJWKS(r.syncJWKS(cfg.Routes))
 	r.bufs.SetLimits(bufferLimits(cfg.Buffers))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)
@@ -179,6 +189,7 @@ func (r *Router) Close() {
 	if r.release != nil {
 		r.release.Stop()
 	}
+	r.stopJWKS()
 	r.set.Close()
 }
 

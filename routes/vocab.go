@@ -71,7 +71,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
 	},
 	JWTBlock: {
-		{Name: "jwks", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "jwks", Usage: "FILE|URL", Min: 1, Max: 1},
+		{Name: "jwks_refresh", Usage: "DURATION", Min: 1, Max: 1},
 		{Name: "issuer", Usage: "ISS", Min: 1, Max: 1},
 		{Name: "audience", Usage: "AUD", Min: 1, Max: 1},
 		{Name: "claim_header", Usage: "CLAIM HEADER", Min: 2, Max: 2, Repeat: true},
