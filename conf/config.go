@@ -448,8 +448,8 @@ type JWT struct {
 	// or JWKSRefresh when shorter, and 24 hours); with a URL, default
 	// DefaultJWKSRefresh.
 	JWKSRefresh time.Duration
-	Issuer   string
-	Audience string
+	Issuer      string
+	Audience    string
 	// ClaimHeaders copy string claims into request fields upstream, in
 	// order: claim name, header name (canonical).
 	ClaimHeaders [][2]string
