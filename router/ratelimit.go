@@ -44,6 +44,7 @@ func (r *Router) syncLimits(cfg []conf.Limit) map[string]*routeLimit {
 		if e == nil || e.cfg != c {
 			rl := &routeLimit{name: c.Name, l: ratelimit.NewWithCap(c.Rate, c.Per, c.Burst, c.MaxKeys, c.MaxInFlight),
 				key: c.Key, keyName: c.KeyName, quoted: strconv.Quote(c.Name)}
+			rl.l.SetMembers(r.members)
 			if c.Rate > 0 {
 				window := max(int64(c.Per.Seconds())*int64(c.Burst)/int64(c.Rate), 1)
 				rl.policy = rl.quoted + ";q=" + strconv.Itoa(c.Burst) + ";w=" + strconv.FormatInt(window, 10)

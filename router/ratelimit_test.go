@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,5 +142,45 @@ func TestMaxInFlight(t *testing.T) {
 	}
 	if resp, _ := do(t, nil, newReq(t, "GET", fe.URL+"/fast")); resp.StatusCode != 200 {
 		t.Errorf("after both finished: %d", resp.StatusCode)
+	}
+}
+
+// TestRateLimitMembersShare: with Options.Members counting 4 instances, a
+// limit of burst 8 admits 2 here; when the count drops to 1 the next
+// requests see the whole limit (less what the key spent already).
+func TestRateLimitMembersShare(t *testing.T) {
+	t.Parallel()
+	up := backend(t, "a")
+	r := testRoute(t, "r", "PathPrefix(`/`)", "u")
+	r.Limits = []string{"api"}
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("u", []string{addr(up)})},
+		Routes:    []conf.Route{r},
+		Limits:    []conf.Limit{{Name: "api", Rate: 8, Per: time.Hour, Burst: 8, Key: "header", KeyName: "K", MaxKeys: 10}},
+	}
+	var members atomic.Int64
+	members.Store(4)
+	_, fe := front(t, cfg, Options{Members: func() int { return int(members.Load()) }})
+	admitted := func(key string, tries int) int {
+		n := 0
+		for range tries {
+			if resp, _ := do(t, nil, newReq(t, "GET", fe.URL+"/", "K", key)); resp.StatusCode == 200 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := admitted("a", 10); n != 2 {
+		t.Fatalf("a quarter share of a burst of 8: %d admitted, want 2", n)
+	}
+	if n := admitted("b", 1); n != 1 {
+		t.Fatal("another key refused")
+	}
+	members.Store(1)
+	// b's one request at a quarter share spent a quarter of an hour's
+	// rate: 4 of the whole limit's 8.
+	if n := admitted("b", 10); n != 4 {
+		t.Fatalf("alone: %d admitted, want the 4 left of the whole burst", n)
 	}
 }

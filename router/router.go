@@ -47,6 +47,12 @@ type Options struct {
 	// traceparent and tracestate pass through untouched. The caller
 	// shuts it down after the router.
 	Tracer *tracing.Tracer
+	// Members counts the live instances that share each rate limit (a
+	// cluster's members): every limiter enforces rate/n and burst/n (at
+	// least 1) of it, n read on each request, so it must be an atomic
+	// load, never a remote call. Nil: each instance enforces the whole
+	// limit.
+	Members func() int
 }
 
 // Router serves HTTP requests from the live Snapshot. Its methods are safe
@@ -58,6 +64,7 @@ type Router struct {
 	query   string // Options.AccessQuery
 	sample  lineSampler
 	tracer  *tracing.Tracer
+	members func() int // Options.Members
 
 	mu      sync.Mutex // serialises Apply and Close
 	set     *upstream.Set
@@ -78,7 +85,7 @@ type Router struct {
 // Apply succeeds.
 func New(opts Options) *Router {
 	r := &Router{log: opts.Log, access: opts.AccessLog, metrics: opts.Metrics, query: opts.AccessQuery,
-		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), tracer: opts.Tracer, set: upstream.NewSet(),
+		sample: newLineSampler(opts.AccessLeaveOut, opts.AccessSlowerThan), tracer: opts.Tracer, members: opts.Members, set: upstream.NewSet(),
 		bufs: bodybuf.NewPool(bodybuf.Limits{})}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

@@ -24,6 +24,11 @@ type Limiter struct {
 	seed      maphash.Seed
 	shard     [shards]shard
 
+	// per, rate and burst are the whole limit, which members divides.
+	per         time.Duration
+	rate, burst int
+	members     atomic.Pointer[func() int]
+
 	allowed, limited, evicted atomic.Int64
 }
 
@@ -64,7 +69,7 @@ func New(rate int, per time.Duration, burst, maxKeys int) *Limiter {
 func NewWithCap(rate int, per time.Duration, burst, maxKeys, maxInFlight int) *Limiter {
 	burst = max(burst, 1)
 	l := &Limiter{rated: rate > 0, maxFlight: int32(maxInFlight), interval: int64(per) / int64(max(rate, 1)),
-		maxPer: max(maxKeys/shards, 1), seed: maphash.MakeSeed()}
+		maxPer: max(maxKeys/shards, 1), seed: maphash.MakeSeed(), per: per, rate: max(rate, 1), burst: burst}
 	l.tolerance = int64(burst-1) * l.interval
 	for i := range l.shard {
 		l.shard[i].tats = map[string]*bucket{}
@@ -106,7 +111,35 @@ func (l *Limiter) allowAt(key string, t int64) Decision {
 	return d
 }
 
+// SetMembers makes the limiter enforce its share of the limit among the
+// instances that members counts (a cluster's live members): rate/n and
+// burst/n (at least 1) for n = members(), read on each request, so
+// members must be cheap (an atomic load, never a remote call); n < 1
+// counts as 1. Nil: the whole limit here.
+func (l *Limiter) SetMembers(members func() int) {
+	if members == nil {
+		l.members.Store(nil)
+		return
+	}
+	l.members.Store(&members)
+}
+
+// share returns the interval and tolerance of this instance's share.
+func (l *Limiter) share() (interval, tolerance int64) {
+	f := l.members.Load()
+	if f == nil {
+		return l.interval, l.tolerance
+	}
+	n := (*f)()
+	if n <= 1 {
+		return l.interval, l.tolerance
+	}
+	interval = int64(l.per) * int64(n) / int64(l.rate)
+	return interval, int64(max(l.burst/n, 1)-1) * interval
+}
+
 func (l *Limiter) acquireAt(key string, t int64) (Decision, Slot) {
+	interval, tolerance := l.share()
 	s := &l.shard[maphash.String(l.seed, key)%shards]
 	s.mu.Lock()
 	b := s.tats[key]
@@ -114,7 +147,7 @@ func (l *Limiter) acquireAt(key string, t int64) (Decision, Slot) {
 	if b != nil && b.tat > t {
 		tat = b.tat
 	}
-	if allowAt := tat - l.tolerance; l.rated && t < allowAt {
+	if allowAt := tat - tolerance; l.rated && t < allowAt {
 		s.mu.Unlock()
 		l.limited.Add(1)
 		return Decision{RetryAfter: time.Duration(allowAt - t), Reset: time.Duration(tat - t)}, Slot{}
@@ -125,7 +158,7 @@ func (l *Limiter) acquireAt(key string, t int64) (Decision, Slot) {
 		return Decision{RetryAfter: time.Second}, Slot{}
 	}
 	if l.rated {
-		tat += l.interval
+		tat += interval
 	}
 	if b != nil {
 		b.tat = tat
@@ -146,7 +179,7 @@ func (l *Limiter) acquireAt(key string, t int64) (Decision, Slot) {
 	l.allowed.Add(1)
 	d := Decision{Allowed: true}
 	if l.rated {
-		d.Remaining, d.Reset = int((t+l.tolerance-(tat-l.interval))/l.interval), time.Duration(tat-t)
+		d.Remaining, d.Reset = int((t+tolerance-(tat-interval))/interval), time.Duration(tat-t)
 	}
 	return d, slot
 }

@@ -128,3 +128,66 @@ func TestInFlightCap(t *testing.T) {
 		t.Errorf("%v allocations per acquire, want 0", n)
 	}
 }
+
+// TestMembersShare: with n members each instance admits rate/n and
+// burst/n (at least 1); a change of the count applies to the next
+// request.
+func TestMembersShare(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc         string
+		members      int
+		burst        int           // admitted at once
+		retry        time.Duration // then the wait for the next one
+		perSecondNow int           // admitted over the next second, after the burst
+	}{
+		{"alone", 1, 10, 100 * time.Millisecond, 10},
+		{"no count yet (0)", 0, 10, 100 * time.Millisecond, 10},
+		{"two", 2, 5, 200 * time.Millisecond, 5},
+		{"three: burst rounds down", 3, 3, 300 * time.Millisecond, 3},
+		{"more members than burst: at least 1", 20, 1, 2 * time.Second, 0},
+	} {
+		var n atomic.Int64
+		n.Store(int64(c.members))
+		l := New(10, time.Second, 10, 1000)
+		l.SetMembers(func() int { return int(n.Load()) })
+		t0 := int64(time.Hour)
+		got := 0
+		for l.allowAt("k", t0).Allowed {
+			got++
+		}
+		d := l.allowAt("k", t0)
+		if got != c.burst || d.RetryAfter != c.retry {
+			t.Errorf("%s: burst %d, retry after %v; want %d, %v", c.desc, got, d.RetryAfter, c.burst, c.retry)
+		}
+		more := 0
+		for ms := int64(1); ms <= 1000; ms++ {
+			if l.allowAt("k", t0+ms*int64(time.Millisecond)).Allowed {
+				more++
+			}
+		}
+		if more != c.perSecondNow {
+			t.Errorf("%s: %d admitted in the next second, want %d", c.desc, more, c.perSecondNow)
+		}
+	}
+
+	// A member leaves: the survivor's share grows at the next request.
+	var n atomic.Int64
+	n.Store(2)
+	l := New(10, time.Second, 10, 1000)
+	l.SetMembers(func() int { return int(n.Load()) })
+	t0 := int64(time.Hour)
+	if d := l.allowAt("k", t0); d.Remaining != 4 {
+		t.Fatalf("two members: %+v, want 4 remaining of a burst of 5", d)
+	}
+	n.Store(1)
+	// The first request took 200ms of the bucket (two of the whole
+	// limit's), this one 100ms: 7 of 10 left.
+	if d := l.allowAt("k", t0); d.Remaining != 7 {
+		t.Fatalf("one member: %+v, want 7 remaining of a burst of 10", d)
+	}
+	l.SetMembers(nil)
+	if d := l.allowAt("k", t0); d.Remaining != 6 {
+		t.Fatalf("no provider: %+v, want the whole limit", d)
+	}
+}
