@@ -226,12 +226,13 @@ func (x *exchange) buildView() bool {
 		routing = rule.RoutingPath(x.origPath)
 	}
 	x.view = rule.HTTPRequest{
-		Method:   r.Method,
-		Host:     rule.CanonicalHost(r.Host),
-		Path:     routing,
-		RawQuery: x.query,
-		Header:   &x.hdr,
-		ClientIP: x.peer,
+		Method:     r.Method,
+		Host:       rule.CanonicalHost(r.Host),
+		Path:       routing,
+		RawQuery:   x.query,
+		Header:     &x.hdr,
+		ClientIP:   x.peer,
+		ClientCert: r.ClientCert,
 	}
 	return true
 }

@@ -1,8 +1,20 @@
 package rule
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"math/big"
+	"net"
 	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
 )
 
 // hdr is a HeaderGetter over canonical names, as http.Header is.
@@ -115,6 +127,21 @@ func TestHTTPMatchers(t *testing.T) {
 		{desc: "client ip v6 cidr", rule: "ClientIP(`2001:db8::/32`)", req: HTTPRequest{ClientIP: ip("2001:db8::9")}, want: true},
 		{desc: "client ip family differs", rule: "ClientIP(`::/0`)", req: HTTPRequest{ClientIP: ip("1.2.3.4")}},
 		{desc: "client ip unknown", rule: "ClientIP(`0.0.0.0/0`)", req: HTTPRequest{}},
+		// client certificate (edgeway's)
+		{desc: "cert subject", rule: "ClientCertSubject(`CN=alice,O=Example`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert subject other", rule: "ClientCertSubject(`CN=alice`)", req: HTTPRequest{ClientCert: testCert}},
+		{desc: "cert DNS SAN, any case", rule: "ClientCertSAN(`Alice.Example.com`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert URI SAN", rule: "ClientCertSAN(`spiffe://example.com/alice`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert email SAN", rule: "ClientCertSAN(`alice@example.com`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert IP SAN", rule: "ClientCertSAN(`10.0.0.1`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert SAN other", rule: "ClientCertSAN(`bob.example.com`)", req: HTTPRequest{ClientCert: testCert}},
+		{desc: "cert fingerprint", rule: "ClientCertFingerprint(`" + testCertSum + "`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert fingerprint upper case, colons", rule: "ClientCertFingerprint(`" + colons(strings.ToUpper(testCertSum)) + "`)", req: HTTPRequest{ClientCert: testCert}, want: true},
+		{desc: "cert fingerprint other", rule: "ClientCertFingerprint(`" + strings.Repeat("0", 64) + "`)", req: HTTPRequest{ClientCert: testCert}},
+		{desc: "no cert: subject", rule: "ClientCertSubject(`CN=alice,O=Example`)", req: HTTPRequest{}},
+		{desc: "no cert: SAN", rule: "ClientCertSAN(`alice.example.com`)", req: HTTPRequest{}},
+		{desc: "no cert: fingerprint", rule: "ClientCertFingerprint(`" + testCertSum + "`)", req: HTTPRequest{}},
+		{desc: "no cert: negated", rule: "!ClientCertSAN(`alice.example.com`)", req: HTTPRequest{}, want: true},
 		// operators
 		{desc: "and", rule: "Host(`a`) && Path(`/b`)", req: HTTPRequest{Host: "a", Path: "/b"}, want: true},
 		{desc: "and fails", rule: "Host(`a`) && Path(`/b`)", req: HTTPRequest{Host: "a", Path: "/c"}},
@@ -175,4 +202,33 @@ func TestTCPMatchers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testCert is a parsed certificate with a subject and one SAN of each
+// kind (only its fields and DER matter to the matchers).
+var testCert, testCertSum = func() (*x509.Certificate, string) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	u, _ := url.Parse("spiffe://example.com/alice")
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "alice", Organization: []string{"Example"}},
+		DNSNames: []string{"alice.example.com"}, URIs: []*url.URL{u}, EmailAddresses: []string{"alice@example.com"},
+		IPAddresses: []net.IP{net.ParseIP("10.0.0.1")}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	sum := sha256.Sum256(der)
+	return c, hex.EncodeToString(sum[:])
+}()
+
+// colons writes hex digits in pairs separated by colons.
+func colons(h string) string {
+	var b strings.Builder
+	for i := 0; i < len(h); i += 2 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(h[i : i+2])
+	}
+	return b.String()
 }

@@ -1,6 +1,9 @@
 package rule
 
-import "net/netip"
+import (
+	"crypto/x509"
+	"net/netip"
+)
 
 // HeaderGetter looks up the field values of one request header. name is given
 // in canonical form (textproto.CanonicalMIMEHeaderKey); an absent header
@@ -20,6 +23,9 @@ type HTTPRequest struct {
 	RawQuery string       // raw query, after semicolon handling (§3.1 step 4)
 	Header   HeaderGetter // request headers; Host is never among them
 	ClientIP netip.Addr   // TCP peer address (§3.5); zero when unknown
+	// ClientCert is the client certificate the listener verified
+	// (client_auth), for the ClientCert* matchers; nil: none.
+	ClientCert *x509.Certificate
 }
 
 // TCPHello is the view of a TLS connection that TCP matchers read.

@@ -42,6 +42,9 @@ var (
 		{name: "Query", min: 1, max: 2, http: buildQuery},
 		{name: "QueryRegexp", min: 1, max: 2, http: buildQueryRegexp},
 		{name: "ClientIP", min: 1, max: 1, http: buildClientIPHTTP},
+		{name: "ClientCertSubject", min: 1, max: 1, http: buildClientCertSubject},
+		{name: "ClientCertSAN", min: 1, max: 1, http: buildClientCertSAN},
+		{name: "ClientCertFingerprint", min: 1, max: 1, http: buildClientCertFingerprint},
 	}
 	tcpSpecs = []*spec{
 		{name: "HostSNI", min: 1, max: 1, tcp: buildHostSNI},
