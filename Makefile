@@ -14,7 +14,7 @@ H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 PEBBLE    ?= github.com/letsencrypt/pebble/v2/cmd/...@v2.10.3
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-go fuzz clean
+.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-ws bench-h2 bench-tls bench-h3 bench-policy bench-compress bench-go fuzz clean
 
 all: build
 
@@ -107,6 +107,14 @@ bench-tls: build
 # (scripts/bench-h3.sh).
 bench-h3: build
 	scripts/bench-h3.sh
+
+# bench-policy: CPU per request with no policy, a rate limit and jwt on a
+# route; bench-compress: edgeway compress beside nginx gzip, CPU per
+# compressed response and ratio (scripts/bench-policy.sh; no BENCH_DIR).
+bench-policy: build
+	scripts/bench-policy.sh auth
+bench-compress: build
+	scripts/bench-policy.sh compress
 
 # bench-go: the Go micro-benchmarks (matcher, guard, router).
 bench-go:
