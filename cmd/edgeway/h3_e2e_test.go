@@ -397,3 +397,53 @@ func TestH3Policies(t *testing.T) {
 		t.Errorf("second limited request: %d, Retry-After %q, want 429 and 3600", a.status, a.header["Retry-After"])
 	}
 }
+
+// TestH3JWT: over HTTP/3 a jwt route whose key set comes from a URL
+// refuses a request without a token (401 with the challenge) and lets a
+// token of the served key through, its claim copied upstream.
+func TestH3JWT(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Join(r.Header.Values("X-User"), ","))
+	}))
+	t.Cleanup(up.Close)
+	key := testutil.NewJWTKey("k1")
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, testutil.JWKS(key))
+	}))
+	t.Cleanup(idp.Close)
+	ca := testutil.NewCA(t, "h3 jwt CA")
+	cert, pkey := ca.IssueFiles(t, t.TempDir(), testutil.IssueOptions{}, "site.test")
+	mainExtra := fmt.Sprintf("tls { cert %s %s default }\nlisten websecure {\n  addr 127.0.0.1:%d\n  protocols tls http1 h2 h3\n}\n", cert, pkey, testutil.FreePort(t))
+	routes := fmt.Sprintf("upstream echo { server %s }\nroute api {\n  match PathPrefix(`/`)\n  listeners websecure\n"+
+		"  jwt { jwks %s/jwks.json; claim_header sub X-User }\n  to echo\n}\n", hostPort(up), idp.URL)
+	p, _, _ := startEdgeway(t, mainExtra, map[string]string{"h3.routes": routes})
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "site.test"}}
+	defer tr.Close()
+	url := "https://" + p.QUICAddrs(t, 1)["websecure"] + "/whoami"
+	send := func(auth string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		req.Host = "site.test"
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		req.Header.Set("X-User", "root")
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header.Get("WWW-Authenticate"), string(b)
+	}
+	if st, challenge, _ := send(""); st != 401 || challenge != "Bearer" {
+		t.Errorf("no token over HTTP/3: %d, WWW-Authenticate %q; want 401 Bearer", st, challenge)
+	}
+	token := key.Sign(map[string]any{"sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
+	st, _, body := send("Bearer " + token)
+	if st != 200 || body != "alice" {
+		t.Errorf("a valid token over HTTP/3: %d, upstream saw %q; want 200 with X-User alice only", st, body)
+	}
+}
