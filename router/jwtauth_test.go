@@ -156,3 +156,35 @@ func TestJWTFromURL(t *testing.T) {
 		t.Errorf("while the URL fails: %d, user %q; want the last good set kept", st, user)
 	}
 }
+
+// TestJWKSKeptAcrossReload: a reload naming the same URL keeps its key
+// set (no refetch, no gap without keys); one that drops the URL stops it.
+func TestJWKSKeptAcrossReload(t *testing.T) {
+	t.Parallel()
+	idp := newRotatingJWKS(t, etest.NewJWTKey("k"))
+	up := backend(t, "a")
+	r := testRoute(t, "api", "PathPrefix(`/`)", "u")
+	r.JWT = &conf.JWT{JWKSURL: idp.URL, JWKSRefresh: time.Hour}
+	cfg := &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("u", []string{addr(up)})},
+		Routes:    []conf.Route{r},
+	}
+	rt, _ := front(t, cfg, Options{})
+	k := jwksKey{url: idp.URL, refresh: time.Hour}
+	first := rt.jwks[k]
+	etest.WaitFor(t, "the first fetch", func() bool { return first.Keys() != nil })
+	if err := rt.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rt.jwks[k] != first || idp.fetches.Load() != 1 {
+		t.Errorf("after a reload: remote kept %v, %d fetches; want the same one and 1", rt.jwks[k] == first, idp.fetches.Load())
+	}
+	cfg.Routes[0].JWT = nil
+	if err := rt.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.jwks) != 0 {
+		t.Errorf("a reload without the URL keeps %d remotes", len(rt.jwks))
+	}
+}
