@@ -135,8 +135,23 @@ func (m *Manager) Start() {
 	m.mu.Lock()
 	m.started = true
 	m.mu.Unlock()
+	if s, ok := m.cfg.Store.(challengeLookupSetter); ok {
+		s.SetChallengeLookup(m.TLSALPN01)
+	}
 	m.SetNames(m.cfg.Names)
+	if w, ok := m.cfg.Storage.(Watcher); ok {
+		m.goSafe("", func() { m.watch(w) })
+	}
 }
+
+// challengeLookupSetter is the CertStore's optional side that asks for
+// TLS-ALPN-01 certificates published by other instances
+// (edgetls.Store implements it).
+type challengeLookupSetter interface {
+	SetChallengeLookup(f func(name string) *tls.Certificate)
+}
+
+var _ challengeLookupSetter = (*edgetls.Store)(nil)
 
 // SetNames changes the names managed (at a reload): new names are loaded
 // or ordered, names no longer listed stop being renewed (their current
@@ -174,15 +189,6 @@ func (m *Manager) SetNames(names []string) {
 func (m *Manager) Stop() {
 	m.cancel()
 	m.wg.Wait()
-}
-
-// HTTP01 returns the key authorization for an HTTP-01 token of an order
-// in progress, for `GET /.well-known/acme-challenge/TOKEN`.
-func (m *Manager) HTTP01(token string) (string, bool) {
-	m.tokMu.Lock()
-	defer m.tokMu.Unlock()
-	ka, ok := m.tokens[token]
-	return ka, ok
 }
 
 // Obtain orders a certificate for name now, or joins the order in
