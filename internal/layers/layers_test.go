@@ -53,7 +53,7 @@ var rules = []rule{
 	{from: "admin", only: []string{"internal/..."}},
 	// cluster holds the etcd client; acme, tls and upstream see only
 	// interfaces that cmd/edgeway fills from it.
-	{from: "cluster", only: []string{"conf", "routes/...", "internal/..."}},
+	{from: "cluster", only: []string{"conf", "acme", "tls", "routes/...", "internal/..."}},
 }
 
 // etcdImporters are the only packages that may import the etcd client.
