@@ -119,7 +119,7 @@ func TestACMEStoreLock(t *testing.T) {
 	if err := b.PutLocked(ctx, lb, "ca/certs/x.test.crt", []byte("b")); err != nil {
 		t.Fatal(err)
 	}
-	// The stale write of a did not land over b.s.
+	// The stale write of a did not land over b's.
 	if v, _ := b.Get(ctx, "ca/certs/x.test.crt"); string(v) != "b" {
 		t.Fatalf("value %q, want b's", v)
 	}
