@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/acme"
+	"github.com/edgeway/edgeway/cluster"
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 )
@@ -24,6 +26,7 @@ import (
 // acmeState is the daemon's ACME client and its metrics.
 type acmeState struct {
 	mgr      *acme.Manager
+	node     *cluster.Node // the cluster the storage is in; nil without a cluster block
 	orders   *prometheus.CounterVec
 	failures *prometheus.CounterVec
 }
@@ -64,7 +67,7 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 	if err != nil {
 		return nil, err
 	}
-	storage, err := acme.NewDir(a.Storage)
+	storage, err := d.acmeStorage(cfg, st)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +91,21 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 			}
 		},
 	})
+}
+
+// acmeStorage is where the ACME state lives: in etcd with a cluster
+// block (shared by every instance; the acme block's storage folder is
+// not used, `edgeway cluster import` moves it there), else the folder.
+func (d *daemon) acmeStorage(cfg *conf.Config, st *acmeState) (acme.Storage, error) {
+	if cfg.Cluster == nil {
+		return acme.NewDir(cfg.TLS.ACME.Storage)
+	}
+	n, err := cluster.Start(context.Background(), *cfg.Cluster, d.log)
+	if err != nil {
+		return nil, err
+	}
+	st.node = n
+	return cluster.NewACMEStore(n), nil
 }
 
 // acmeRetryMin is the first backoff after a failed order: 1 minute, or
@@ -205,5 +223,8 @@ func sameACMESettings(a, b *conf.Config) bool {
 func (d *daemon) stopACME() {
 	if d.acme != nil {
 		d.acme.mgr.Stop()
+		if d.acme.node != nil {
+			d.acme.node.Close()
+		}
 	}
 }
