@@ -202,7 +202,7 @@ func (m *Manager) Obtain(ctx context.Context, name string) error {
 	if !ok || l == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownName, name)
 	}
-	err := m.shared(ctx, name, l)
+	err := m.shared(ctx, name, l, true)
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -211,7 +211,8 @@ func (m *Manager) Obtain(ctx context.Context, name string) error {
 }
 
 // shared runs one order for name, or waits for the one in progress.
-func (m *Manager) shared(ctx context.Context, name string, l *nameLoop) error {
+// force orders even when the certificate served is not due (Obtain).
+func (m *Manager) shared(ctx context.Context, name string, l *nameLoop, force bool) error {
 	m.mu.Lock()
 	f, ok := m.flights[name]
 	if !ok {
@@ -235,7 +236,7 @@ func (m *Manager) shared(ctx context.Context, name string, l *nameLoop) error {
 			}()
 			// The order belongs to the manager, not to one caller:
 			// a caller that gives up does not cancel it for the others.
-			f.err = m.obtain(m.ctx, name, l)
+			f.err = m.obtain(m.ctx, name, l, force)
 		}()
 	} else {
 		m.mu.Unlock()
@@ -260,7 +261,7 @@ func (m *Manager) loop(ctx context.Context, name string, l *nameLoop) {
 		l.mu.Unlock()
 		if cur == nil || !now.Before(next) {
 			st.LastAttempt = now
-			err := m.shared(ctx, name, l)
+			err := m.shared(ctx, name, l, false)
 			if ctx.Err() != nil {
 				return
 			}

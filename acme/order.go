@@ -61,7 +61,7 @@ func keyTypeOf(k crypto.PrivateKey) string {
 // have renewed meanwhile: then its certificate is served instead. An
 // order journaled by a holder that died is resumed, not placed again.
 // The order stops when the lock is lost.
-func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop) error {
+func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop, force bool) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.OrderTimeout)
 	defer cancel()
 	started := m.cfg.Now()
@@ -72,9 +72,16 @@ func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop) error {
 	defer lk.Unlock()
 	ctx, stop := untilLost(ctx, lk)
 	defer stop()
-	if c := m.loadStored(ctx, name); c != nil && !c.Leaf.Equal(curLeaf(l)) &&
-		m.cfg.Now().Before(renewTime(c.Leaf, m.cfg.RenewBefore, 0)) {
-		return m.serve(name, l, c, "loaded", 0)
+	// The certificate stored is fresh: another instance renewed while
+	// this one waited for the lock. It may be served already (the
+	// storage's watch): then, unless forced, there is nothing to do.
+	if c := m.loadStored(ctx, name); c != nil && m.cfg.Now().Before(renewTime(c.Leaf, m.cfg.RenewBefore, 0)) {
+		if !c.Leaf.Equal(curLeaf(l)) {
+			return m.serve(name, l, c, "loaded", 0)
+		}
+		if !force {
+			return nil
+		}
 	}
 	if err := m.ensureAccount(ctx); err != nil {
 		return err
