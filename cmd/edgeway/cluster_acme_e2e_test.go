@@ -34,6 +34,35 @@ type roundRobin struct {
 	next     atomic.Int64
 	notFound atomic.Int64
 	sniff404 bool
+	avoid    atomic.Int64 // backend index new connections skip; -1 none
+
+	mu      sync.Mutex
+	release chan struct{} // non-nil while holding: connections wait for it
+	held    int
+}
+
+// hold makes new connections wait (accepted, not forwarded) until
+// unhold, which forwards them skipping backend avoid (-1: none).
+func (lb *roundRobin) hold() {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	lb.release = make(chan struct{})
+}
+
+func (lb *roundRobin) unhold(avoid int) {
+	lb.avoid.Store(int64(avoid))
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.release != nil {
+		close(lb.release)
+		lb.release = nil
+	}
+}
+
+func (lb *roundRobin) heldCount() int {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.held
 }
 
 func startRoundRobin(t *testing.T, port int, sniff404 bool, backends ...string) *roundRobin {
@@ -43,6 +72,7 @@ func startRoundRobin(t *testing.T, port int, sniff404 bool, backends ...string) 
 		t.Fatal(err)
 	}
 	lb := &roundRobin{ln: ln, backends: backends, sniff404: sniff404}
+	lb.avoid.Store(-1)
 	t.Cleanup(func() { ln.Close() })
 	go lb.serve()
 	return lb
@@ -60,7 +90,20 @@ func (lb *roundRobin) serve() {
 
 func (lb *roundRobin) forward(c net.Conn) {
 	defer c.Close()
-	to := lb.backends[int(lb.next.Add(1)-1)%len(lb.backends)]
+	lb.mu.Lock()
+	wait := lb.release
+	if wait != nil {
+		lb.held++
+	}
+	lb.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	i := int(lb.next.Add(1)-1) % len(lb.backends)
+	if i == int(lb.avoid.Load()) {
+		i = (i + 1) % len(lb.backends)
+	}
+	to := lb.backends[i]
 	b, err := net.DialTimeout("tcp", to, 5*time.Second)
 	if err != nil {
 		return
@@ -80,35 +123,42 @@ func (lb *roundRobin) forward(c net.Conn) {
 	io.Copy(c, r)
 }
 
-// TestClusterACMEOneOrderPerName: three instances on one etcd start at
-// once with five names; pebble validates through a round-robin balancer,
-// so most validations reach an instance that did not order. Exactly five
-// orders reach pebble, no validation is answered 404, every instance
-// serves the same certificate for each name, and no value in etcd holds
-// a private key in clear.
-func TestClusterACMEOneOrderPerName(t *testing.T) {
+// clusterACME is three edgeway instances on one etcd, pebble validating
+// through round-robin balancers in front of them.
+type clusterACME struct {
+	etcd     *etcdtest.Server
+	pebble   *acmetest.Pebble
+	names    []string
+	insts    []*clusterInstance
+	tlsAddrs []string
+	lb       *roundRobin // HTTP-01 validations
+}
+
+type clusterInstance struct {
+	httpPort, tlsPort int
+	conf              string
+	proc              *testutil.Proc
+}
+
+var clusterNames = []string{"n1.cluster.test", "n2.cluster.test", "n3.cluster.test", "n4.cluster.test", "n5.cluster.test"}
+
+func newClusterACME(t *testing.T, names []string) *clusterACME {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts etcd, pebble and three edgeway processes")
 	}
-	etcd := etcdtest.Start(t)
+	c := &clusterACME{etcd: etcdtest.Start(t), names: names}
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "cluster.key")
 	if err := os.WriteFile(keyFile, bytes.Repeat([]byte{9}, 32), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	lbHTTP, lbTLS := testutil.FreePort(t), testutil.FreePort(t)
-	pebble := acmetest.Start(t, acmetest.Options{HTTPPort: lbHTTP, TLSPort: lbTLS})
-	names := []string{"n1.cluster.test", "n2.cluster.test", "n3.cluster.test", "n4.cluster.test", "n5.cluster.test"}
+	c.pebble = acmetest.Start(t, acmetest.Options{HTTPPort: lbHTTP, TLSPort: lbTLS})
 	up := backend(t, "cluster-site")
-	type instance struct {
-		httpPort, tlsPort int
-		conf              string
-		proc              *testutil.Proc
-	}
-	var insts []*instance
-	var httpAddrs, tlsAddrs []string
+	var httpAddrs []string
 	for i := range 3 {
-		in := &instance{httpPort: testutil.FreePort(t), tlsPort: testutil.FreePort(t)}
+		in := &clusterInstance{httpPort: testutil.FreePort(t), tlsPort: testutil.FreePort(t)}
 		d := filepath.Join(dir, fmt.Sprintf("edge-%d", i))
 		main := fmt.Sprintf(`
 shutdown_grace 2s
@@ -134,45 +184,61 @@ tls {
 }
 upstream site { server %s }
 route a { match PathPrefix(`+"`/`"+`); to site }
-`, in.httpPort, in.tlsPort, etcd.Endpoints()[0], i, keyFile, pebble.URL, pebble.RootFile,
+`, in.httpPort, in.tlsPort, c.etcd.Endpoints()[0], i, keyFile, c.pebble.URL, c.pebble.RootFile,
 			filepath.Join(d, "acme"), strings.Join(names, " "), hostPort(up))
 		testutil.WriteFiles(t, d, map[string]string{"edgeway.conf": main})
 		in.conf = filepath.Join(d, "edgeway.conf")
-		insts = append(insts, in)
+		c.insts = append(c.insts, in)
 		httpAddrs = append(httpAddrs, fmt.Sprintf("127.0.0.1:%d", in.httpPort))
-		tlsAddrs = append(tlsAddrs, fmt.Sprintf("127.0.0.1:%d", in.tlsPort))
+		c.tlsAddrs = append(c.tlsAddrs, fmt.Sprintf("127.0.0.1:%d", in.tlsPort))
 	}
-	lb := startRoundRobin(t, lbHTTP, true, httpAddrs...)
-	startRoundRobin(t, lbTLS, false, tlsAddrs...)
+	c.lb = startRoundRobin(t, lbHTTP, true, httpAddrs...)
+	startRoundRobin(t, lbTLS, false, c.tlsAddrs...)
 	t.Setenv("EDGEWAY_ACME_RETRY_MIN", "500ms")
+	return c
+}
+
+// start starts the three instances at once.
+func (c *clusterACME) start(t *testing.T) {
+	t.Helper()
 	var wg sync.WaitGroup
-	for _, in := range insts {
+	for _, in := range c.insts {
 		wg.Go(func() { in.proc = testutil.Start(t, in.conf) })
 	}
 	wg.Wait()
-	logs := func() string {
-		var b strings.Builder
-		for i, in := range insts {
-			fmt.Fprintf(&b, "--- edge-%d\n%s", i, in.proc.Log())
-		}
-		return b.String() + "--- pebble\n" + pebble.Log()
-	}
+}
 
-	roots, _ := pebble.Roots(t)
+func (c *clusterACME) logs() string {
+	var b strings.Builder
+	for i, in := range c.insts {
+		fmt.Fprintf(&b, "--- edge-%d\n%s", i, in.proc.Log())
+	}
+	return b.String() + "--- pebble\n" + c.pebble.Log()
+}
+
+func (c *clusterACME) orders() int { return strings.Count(c.pebble.Log(), "POST /order-plz") }
+
+// waitSameSerials waits until every instance but skip (-1: none) serves,
+// for each name, a pebble certificate with one serial.
+func (c *clusterACME) waitSameSerials(t *testing.T, skip int, timeout time.Duration) {
+	t.Helper()
+	roots, _ := c.pebble.Roots(t)
 	leafAt := func(addr, name string) *x509.Certificate {
 		d := &net.Dialer{Timeout: 3 * time.Second}
-		c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: name, RootCAs: roots})
+		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: name, RootCAs: roots})
 		if err != nil {
 			return nil
 		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0]
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0]
 	}
-	began := time.Now()
-	testutil.Eventually(t, 120*time.Second, func() bool {
-		for _, name := range names {
+	testutil.Eventually(t, timeout, func() bool {
+		for _, name := range c.names {
 			var first *x509.Certificate
-			for _, addr := range tlsAddrs {
+			for i, addr := range c.tlsAddrs {
+				if i == skip {
+					continue
+				}
 				l := leafAt(addr, name)
 				if l == nil || first != nil && l.SerialNumber.Cmp(first.SerialNumber) != 0 {
 					return false
@@ -181,21 +247,14 @@ route a { match PathPrefix(`+"`/`"+`); to site }
 			}
 		}
 		return true
-	}, "not every instance serves one pebble certificate per name; logs:\n%s", logs())
-	t.Logf("5 names issued and served by all 3 instances in %v; %d connections through the HTTP balancer",
-		time.Since(began), lb.next.Load())
-	if n := strings.Count(pebble.Log(), "POST /order-plz"); n != len(names) {
-		t.Errorf("%d orders at pebble, want exactly %d (one per name across the cluster); logs:\n%s", n, len(names), logs())
-	}
-	if n := lb.notFound.Load(); n != 0 {
-		t.Errorf("%d HTTP-01 validations answered 404 by an instance", n)
-	}
-	if lb.next.Load() < int64(len(names)) {
-		t.Errorf("only %d validations went through the balancer", lb.next.Load())
-	}
+	}, "not every instance serves one pebble certificate per name; logs:\n%s", c.logs())
+}
 
-	// Every value in etcd, read raw: no private key in clear.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second})
+// checkSealed reads every value in etcd: none holds a private key in
+// clear, and the account key and each name's key are there.
+func (c *clusterACME) checkSealed(t *testing.T) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.etcd.Endpoints(), DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,16 +265,86 @@ route a { match PathPrefix(`+"`/`"+`); to site }
 	if err != nil {
 		t.Fatal(err)
 	}
-	certs := 0
+	keys := 0
 	for _, kv := range res.Kvs {
 		if strings.Contains(string(kv.Key), "/acme/") && strings.HasSuffix(string(kv.Key), ".key") {
-			certs++
+			keys++
 		}
 		if bytes.Contains(kv.Value, []byte("PRIVATE KEY")) {
 			t.Errorf("%s holds a private key in clear", kv.Key)
 		}
 	}
-	if certs < len(names)+1 { // the account key and one per name
-		t.Errorf("%d key values in etcd, want at least %d", certs, len(names)+1)
+	if keys < len(c.names)+1 {
+		t.Errorf("%d key values in etcd, want at least %d (the account's and one per name)", keys, len(c.names)+1)
 	}
+}
+
+// TestClusterACMEOneOrderPerName: three instances on one etcd start at
+// once with five names; pebble validates through a round-robin balancer,
+// so most validations reach an instance that did not order. Exactly five
+// orders reach pebble, no validation is answered 404, every instance
+// serves the same certificate for each name, and no value in etcd holds
+// a private key in clear.
+func TestClusterACMEOneOrderPerName(t *testing.T) {
+	c := newClusterACME(t, clusterNames)
+	began := time.Now()
+	c.start(t)
+	c.waitSameSerials(t, -1, 120*time.Second)
+	t.Logf("%d names issued and served by all 3 instances in %v; %d validations through the HTTP balancer",
+		len(c.names), time.Since(began), c.lb.next.Load())
+	if n := c.orders(); n != len(c.names) {
+		t.Errorf("%d orders at pebble, want exactly %d (one per name across the cluster); logs:\n%s", n, len(c.names), c.logs())
+	}
+	if n := c.lb.notFound.Load(); n != 0 {
+		t.Errorf("%d HTTP-01 validations answered 404 by an instance", n)
+	}
+	if c.lb.next.Load() < int64(len(c.names)) {
+		t.Errorf("only %d validations went through the balancer", c.lb.next.Load())
+	}
+	c.checkSealed(t)
+}
+
+// TestClusterACMEKillOrdererMidOrder: pebble's validations are held at
+// the balancer; the instance that ordered the first name is killed
+// (SIGKILL) while its validation waits, then the held validations go to
+// the survivors. The survivor that takes the lock (lease_ttl later)
+// resumes the journaled order: still exactly one order per name at
+// pebble, no 404, and both survivors serve one serial per name.
+func TestClusterACMEKillOrdererMidOrder(t *testing.T) {
+	c := newClusterACME(t, clusterNames[:1])
+	c.lb.hold()
+	c.start(t)
+	testutil.Eventually(t, 60*time.Second, func() bool { return c.lb.heldCount() > 0 },
+		"no validation reached the balancer; logs:\n%s", c.logs())
+	orderer := -1
+	for i, in := range c.insts {
+		if strings.Contains(in.proc.Log(), `"acme: ordering a certificate" name=`+c.names[0]) {
+			orderer = i
+		}
+	}
+	if orderer < 0 {
+		t.Fatalf("no instance logged the order; logs:\n%s", c.logs())
+	}
+	killed := time.Now()
+	c.insts[orderer].proc.Cmd.Process.Kill()
+	c.insts[orderer].proc.Wait(t, 10*time.Second)
+	c.lb.unhold(orderer)
+	c.waitSameSerials(t, orderer, 5*time.Second+60*time.Second)
+	t.Logf("edge-%d killed mid-order; survivors serve the certificate %v after the kill", orderer, time.Since(killed))
+	if n := c.orders(); n != 1 {
+		t.Errorf("%d orders at pebble after the orderer was killed, want 1 (the journaled order resumed); logs:\n%s", n, c.logs())
+	}
+	resumed := false
+	for i, in := range c.insts {
+		if i != orderer && strings.Contains(in.proc.Log(), "acme: resuming the journaled order") {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Errorf("no survivor resumed the journaled order; logs:\n%s", c.logs())
+	}
+	if n := c.lb.notFound.Load(); n != 0 {
+		t.Errorf("%d HTTP-01 validations answered 404 by a survivor", n)
+	}
+	c.checkSealed(t)
 }
