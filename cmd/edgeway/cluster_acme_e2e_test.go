@@ -142,7 +142,7 @@ type clusterInstance struct {
 
 var clusterNames = []string{"n1.cluster.test", "n2.cluster.test", "n3.cluster.test", "n4.cluster.test", "n5.cluster.test"}
 
-func newClusterACME(t *testing.T, names []string) *clusterACME {
+func newClusterACME(t *testing.T, names []string, po ...acmetest.Options) *clusterACME {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts etcd, pebble and three edgeway processes")
@@ -154,7 +154,12 @@ func newClusterACME(t *testing.T, names []string) *clusterACME {
 		t.Fatal(err)
 	}
 	lbHTTP, lbTLS := testutil.FreePort(t), testutil.FreePort(t)
-	c.pebble = acmetest.Start(t, acmetest.Options{HTTPPort: lbHTTP, TLSPort: lbTLS})
+	var o acmetest.Options
+	if len(po) > 0 {
+		o = po[0]
+	}
+	o.HTTPPort, o.TLSPort = lbHTTP, lbTLS
+	c.pebble = acmetest.Start(t, o)
 	up := backend(t, "cluster-site")
 	var httpAddrs []string
 	for i := range 3 {
@@ -219,8 +224,9 @@ func (c *clusterACME) logs() string {
 func (c *clusterACME) orders() int { return strings.Count(c.pebble.Log(), "POST /order-plz") }
 
 // waitSameSerials waits until every instance but skip (-1: none) serves,
-// for each name, a pebble certificate with one serial.
-func (c *clusterACME) waitSameSerials(t *testing.T, skip int, timeout time.Duration) {
+// for each name, a pebble certificate with one serial, and returns the
+// serials by name.
+func (c *clusterACME) waitSameSerials(t *testing.T, skip int, timeout time.Duration) map[string]string {
 	t.Helper()
 	roots, _ := c.pebble.Roots(t)
 	leafAt := func(addr, name string) *x509.Certificate {
@@ -232,6 +238,7 @@ func (c *clusterACME) waitSameSerials(t *testing.T, skip int, timeout time.Durat
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0]
 	}
+	serials := map[string]string{}
 	testutil.Eventually(t, timeout, func() bool {
 		for _, name := range c.names {
 			var first *x509.Certificate
@@ -245,9 +252,11 @@ func (c *clusterACME) waitSameSerials(t *testing.T, skip int, timeout time.Durat
 				}
 				first = l
 			}
+			serials[name] = first.SerialNumber.String()
 		}
 		return true
 	}, "not every instance serves one pebble certificate per name; logs:\n%s", c.logs())
+	return serials
 }
 
 // checkSealed reads every value in etcd: none holds a private key in
@@ -347,4 +356,27 @@ func TestClusterACMEKillOrdererMidOrder(t *testing.T) {
 		t.Errorf("%d HTTP-01 validations answered 404 by a survivor", n)
 	}
 	c.checkSealed(t)
+}
+
+// TestClusterACMERenewalServedByAll: with certificates that live 30s,
+// one instance renews (the first whose renewal comes due, under the
+// lock); the others serve the renewed certificate from their watch
+// without ordering: one renewal order at pebble, and every instance
+// serves the new serial.
+func TestClusterACMERenewalServedByAll(t *testing.T) {
+	c := newClusterACME(t, clusterNames[:1], acmetest.Options{Validity: 30 * time.Second})
+	c.start(t)
+	first := c.waitSameSerials(t, -1, 60*time.Second)
+	testutil.Eventually(t, 90*time.Second, func() bool { return c.orders() >= 2 },
+		"no renewal order; logs:\n%s", c.logs())
+	began := time.Now()
+	var renewed map[string]string
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		renewed = c.waitSameSerials(t, -1, 30*time.Second)
+		return renewed[c.names[0]] != first[c.names[0]]
+	}, "the instances do not all serve the renewed certificate; logs:\n%s", c.logs())
+	t.Logf("renewed certificate served by all 3 instances %v after pebble saw the renewal order (polled)", time.Since(began))
+	if n := c.orders(); n != 2 {
+		t.Errorf("%d orders at pebble, want 2 (the first issuance and one renewal for the cluster); logs:\n%s", n, c.logs())
+	}
 }
