@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -26,7 +25,6 @@ import (
 // acmeState is the daemon's ACME client and its metrics.
 type acmeState struct {
 	mgr      *acme.Manager
-	node     *cluster.Node // the cluster the storage is in; nil without a cluster block
 	orders   *prometheus.CounterVec
 	failures *prometheus.CounterVec
 }
@@ -67,7 +65,7 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 	if err != nil {
 		return nil, err
 	}
-	storage, err := d.acmeStorage(cfg, st)
+	storage, err := d.acmeStorage(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -93,19 +91,15 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 	})
 }
 
-// acmeStorage is where the ACME state lives: in etcd with a cluster
-// block (shared by every instance; the acme block's storage folder is
-// not used, `edgeway cluster import` moves it there), else the folder.
-func (d *daemon) acmeStorage(cfg *conf.Config, st *acmeState) (acme.Storage, error) {
-	if cfg.Cluster == nil {
+// acmeStorage is where the ACME state lives: in the cluster's etcd with a
+// cluster block (shared by every instance; the acme block's storage
+// folder is not used, `edgeway cluster import` moves it there), else the
+// folder.
+func (d *daemon) acmeStorage(cfg *conf.Config) (acme.Storage, error) {
+	if d.cluster == nil {
 		return acme.NewDir(cfg.TLS.ACME.Storage)
 	}
-	n, err := cluster.Start(context.Background(), *cfg.Cluster, d.log)
-	if err != nil {
-		return nil, err
-	}
-	st.node = n
-	return cluster.NewACMEStore(n), nil
+	return cluster.NewACMEStore(d.cluster.node), nil
 }
 
 // acmeRetryMin is the first backoff after a failed order: 1 minute, or
@@ -223,8 +217,5 @@ func sameACMESettings(a, b *conf.Config) bool {
 func (d *daemon) stopACME() {
 	if d.acme != nil {
 		d.acme.mgr.Stop()
-		if d.acme.node != nil {
-			d.acme.node.Close()
-		}
 	}
 }

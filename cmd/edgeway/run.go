@@ -156,9 +156,6 @@ func (d *daemon) start() error {
 	if err := d.loadCertificates(d.cfg); err != nil {
 		return err
 	}
-	if err := d.newACME(d.cfg); err != nil {
-		return err
-	}
 	if err := makeBufferDir(d.cfg); err != nil {
 		return err
 	}
@@ -167,6 +164,10 @@ func (d *daemon) start() error {
 	}
 	d.setLive(d.cfg)
 	if err := d.startCluster(); err != nil {
+		return err
+	}
+	// After the cluster: with one, the ACME storage is its etcd.
+	if err := d.newACME(d.cfg); err != nil {
 		return err
 	}
 	d.replayOverrides()
