@@ -132,6 +132,7 @@ type clusterACME struct {
 	insts    []*clusterInstance
 	tlsAddrs []string
 	lb       *roundRobin // HTTP-01 validations
+	lbTLS    *roundRobin // TLS-ALPN-01 validations
 }
 
 type clusterInstance struct {
@@ -143,6 +144,11 @@ type clusterInstance struct {
 var clusterNames = []string{"n1.cluster.test", "n2.cluster.test", "n3.cluster.test", "n4.cluster.test", "n5.cluster.test"}
 
 func newClusterACME(t *testing.T, names []string, po ...acmetest.Options) *clusterACME {
+	return newClusterACMEWith(t, "http-01", names, po...)
+}
+
+// newClusterACMEWith is newClusterACME with the acme block's challenges.
+func newClusterACMEWith(t *testing.T, challenges string, names []string, po ...acmetest.Options) *clusterACME {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts etcd, pebble and three edgeway processes")
@@ -183,14 +189,14 @@ tls {
     ca_root %s
     storage %s
     accept_terms on
-    challenges http-01
+    challenges %s
     names %s
   }
 }
 upstream site { server %s }
 route a { match PathPrefix(`+"`/`"+`); to site }
 `, in.httpPort, in.tlsPort, c.etcd.Endpoints()[0], i, keyFile, c.pebble.URL, c.pebble.RootFile,
-			filepath.Join(d, "acme"), strings.Join(names, " "), hostPort(up))
+			filepath.Join(d, "acme"), challenges, strings.Join(names, " "), hostPort(up))
 		testutil.WriteFiles(t, d, map[string]string{"edgeway.conf": main})
 		in.conf = filepath.Join(d, "edgeway.conf")
 		c.insts = append(c.insts, in)
@@ -198,7 +204,7 @@ route a { match PathPrefix(`+"`/`"+`); to site }
 		c.tlsAddrs = append(c.tlsAddrs, fmt.Sprintf("127.0.0.1:%d", in.tlsPort))
 	}
 	c.lb = startRoundRobin(t, lbHTTP, true, httpAddrs...)
-	startRoundRobin(t, lbTLS, false, c.tlsAddrs...)
+	c.lbTLS = startRoundRobin(t, lbTLS, false, c.tlsAddrs...)
 	t.Setenv("EDGEWAY_ACME_RETRY_MIN", "500ms")
 	return c
 }
@@ -378,5 +384,24 @@ func TestClusterACMERenewalServedByAll(t *testing.T) {
 	t.Logf("renewed certificate served by all 3 instances %v after pebble saw the renewal order (polled)", time.Since(began))
 	if n := c.orders(); n != 2 {
 		t.Errorf("%d orders at pebble, want 2 (the first issuance and one renewal for the cluster); logs:\n%s", n, c.logs())
+	}
+}
+
+// TestClusterACMETLSALPN01ViaLB: as TestClusterACMEOneOrderPerName with
+// TLS-ALPN-01 through an L4 balancer: validations reaching an instance
+// that did not order are answered with the certificate the orderer put
+// in etcd. Exactly one order per name.
+func TestClusterACMETLSALPN01ViaLB(t *testing.T) {
+	c := newClusterACMEWith(t, "tls-alpn-01", clusterNames[:3])
+	c.start(t)
+	c.waitSameSerials(t, -1, 120*time.Second)
+	if n := c.orders(); n != len(c.names) {
+		t.Errorf("%d orders at pebble, want exactly %d; logs:\n%s", n, len(c.names), c.logs())
+	}
+	if n := c.lbTLS.next.Load(); n < int64(len(c.names)) {
+		t.Errorf("only %d validations went through the TLS balancer", n)
+	}
+	if strings.Contains(c.pebble.Log(), "urn:ietf:params:acme:error:tls") {
+		t.Errorf("a TLS-ALPN-01 validation failed; logs:\n%s", c.logs())
 	}
 }
