@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -18,6 +19,76 @@ import (
 // lookupTimeout bounds one storage read for a challenge the memory of
 // this instance does not hold.
 const lookupTimeout = 2 * time.Second
+
+// Storage lookups for challenges come from unauthenticated requests, so
+// they are bounded: at most lookupRate a second per instance, and a key
+// found missing is not read again for lookupNegative (a CA retries
+// seconds apart, a flood of made-up tokens meets the cache or the cap).
+const (
+	lookupRate     = 20
+	lookupNegative = 2 * time.Second
+	lookupMissMax  = 1024
+)
+
+// lookupGate enforces those bounds.
+type lookupGate struct {
+	mu      sync.Mutex
+	window  time.Time // start of the current second
+	used    int
+	missing map[string]time.Time // key -> when it was found missing
+}
+
+// allow reports whether key may be read from storage now.
+func (g *lookupGate) allow(key string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if at, ok := g.missing[key]; ok && now.Sub(at) < lookupNegative {
+		return false
+	}
+	if now.Sub(g.window) >= time.Second {
+		g.window, g.used = now, 0
+	}
+	if g.used >= lookupRate {
+		return false
+	}
+	g.used++
+	return true
+}
+
+// miss records key as missing.
+func (g *lookupGate) miss(key string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.missing == nil || len(g.missing) >= lookupMissMax {
+		g.missing = make(map[string]time.Time)
+	}
+	g.missing[key] = now
+}
+
+// lookup reads a challenge record another instance published, within
+// the gate's bounds; nil when there is none (or it may not be read now).
+// negative caches a miss: right for HTTP-01 tokens, which nobody can
+// guess before they are published, wrong for TLS-ALPN-01 names, which
+// anyone could keep "missing" by asking every second.
+func (m *Manager) lookup(key string, negative bool) []byte {
+	now := time.Now()
+	if !m.gate.allow(key, now) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, lookupTimeout)
+	defer cancel()
+	b, err := m.cfg.Storage.Get(ctx, key)
+	if err != nil {
+		if !errors.Is(err, ErrNotExist) {
+			m.cfg.Log.Warn("acme: challenge lookup failed", "key", key, "err", err)
+		}
+		if negative {
+			m.gate.miss(key, now)
+		}
+		return nil
+	}
+	return b
+}
 
 func (m *Manager) http01Key(token string) string { return m.prefix + "/challenges/http-01/" + token }
 func (m *Manager) alpnKey(name string) string    { return m.prefix + "/challenges/tls-alpn-01/" + name }
@@ -90,16 +161,8 @@ func (m *Manager) HTTP01(token string) (string, bool) {
 	if ok || !validToken(token) {
 		return ka, ok
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, lookupTimeout)
-	defer cancel()
-	b, err := m.cfg.Storage.Get(ctx, m.http01Key(token))
-	if err != nil {
-		if !errors.Is(err, ErrNotExist) {
-			m.cfg.Log.Warn("acme: HTTP-01 challenge lookup failed", "err", err)
-		}
-		return "", false
-	}
-	return string(b), true
+	b := m.lookup(m.http01Key(token), true)
+	return string(b), b != nil
 }
 
 // TLSALPN01 returns the TLS-ALPN-01 certificate another instance
@@ -108,10 +171,8 @@ func (m *Manager) TLSALPN01(name string) *tls.Certificate {
 	if !validName(name) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, lookupTimeout)
-	defer cancel()
-	b, err := m.cfg.Storage.Get(ctx, m.alpnKey(name))
-	if err != nil {
+	b := m.lookup(m.alpnKey(name), false)
+	if b == nil {
 		return nil
 	}
 	c, err := tls.X509KeyPair(b, b)

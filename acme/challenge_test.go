@@ -6,7 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"fmt"
 	"testing"
+	"time"
 
 	edgetls "github.com/edgeway/edgeway/tls"
 )
@@ -74,5 +76,35 @@ func TestChallengesAnsweredByAnotherInstance(t *testing.T) {
 	cleanALPN()
 	if _, err := otherStore.GetCertificate(hello); err == nil {
 		t.Error("the TLS-ALPN-01 certificate is still served after cleanup")
+	}
+}
+
+// TestChallengeLookupBounded: storage lookups for challenges this
+// instance does not hold are capped per second, and a missing token is
+// not read again at once (so a flood of made-up tokens costs the
+// storage at most lookupRate reads a second).
+func TestChallengeLookupBounded(t *testing.T) {
+	t.Parallel()
+	var g lookupGate
+	now := time.Unix(1000, 0)
+	n := 0
+	for i := range 100 {
+		if g.allow(fmt.Sprint("k", i), now) {
+			n++
+		}
+	}
+	if n != lookupRate {
+		t.Fatalf("%d lookups allowed in one second, want %d", n, lookupRate)
+	}
+	later := now.Add(time.Second)
+	if !g.allow("tok", later) {
+		t.Fatal("no lookup allowed in the next second")
+	}
+	g.miss("tok", later)
+	if g.allow("tok", later.Add(lookupNegative/2)) {
+		t.Error("a token found missing is read again at once")
+	}
+	if !g.allow("tok", later.Add(lookupNegative)) {
+		t.Error("a token found missing is never read again")
 	}
 }

@@ -3,6 +3,7 @@ package acme
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type Manager struct {
 
 	tokMu  sync.Mutex
 	tokens map[string]string // HTTP-01 token -> key authorization
+	gate   lookupGate        // bounds the storage lookups of challenges
 
 	mu      sync.Mutex
 	names   map[string]*nameLoop
@@ -202,7 +204,7 @@ func (m *Manager) Obtain(ctx context.Context, name string) error {
 	if !ok || l == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownName, name)
 	}
-	err := m.shared(ctx, name, l, true)
+	err := m.shared(ctx, name, l, curLeaf(l))
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -211,8 +213,9 @@ func (m *Manager) Obtain(ctx context.Context, name string) error {
 }
 
 // shared runs one order for name, or waits for the one in progress.
-// force orders even when the certificate served is not due (Obtain).
-func (m *Manager) shared(ctx context.Context, name string, l *nameLoop, force bool) error {
+// seen is the certificate the caller decided to replace (nil for none):
+// one stored since by another instance is served instead of ordering.
+func (m *Manager) shared(ctx context.Context, name string, l *nameLoop, seen *x509.Certificate) error {
 	m.mu.Lock()
 	f, ok := m.flights[name]
 	if !ok {
@@ -236,7 +239,7 @@ func (m *Manager) shared(ctx context.Context, name string, l *nameLoop, force bo
 			}()
 			// The order belongs to the manager, not to one caller:
 			// a caller that gives up does not cancel it for the others.
-			f.err = m.obtain(m.ctx, name, l, force)
+			f.err = m.obtain(m.ctx, name, l, seen)
 		}()
 	} else {
 		m.mu.Unlock()
@@ -261,7 +264,7 @@ func (m *Manager) loop(ctx context.Context, name string, l *nameLoop) {
 		l.mu.Unlock()
 		if cur == nil || !now.Before(next) {
 			st.LastAttempt = now
-			err := m.shared(ctx, name, l, false)
+			err := m.shared(ctx, name, l, leafOf(cur))
 			if ctx.Err() != nil {
 				return
 			}

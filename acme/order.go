@@ -61,7 +61,7 @@ func keyTypeOf(k crypto.PrivateKey) string {
 // have renewed meanwhile: then its certificate is served instead. An
 // order journaled by a holder that died is resumed, not placed again.
 // The order stops when the lock is lost.
-func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop, force bool) error {
+func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop, seen *x509.Certificate) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.OrderTimeout)
 	defer cancel()
 	started := m.cfg.Now()
@@ -72,16 +72,15 @@ func (m *Manager) obtain(ctx context.Context, name string, l *nameLoop, force bo
 	defer lk.Unlock()
 	ctx, stop := untilLost(ctx, lk)
 	defer stop()
-	// The certificate stored is fresh: another instance renewed while
-	// this one waited for the lock. It may be served already (the
-	// storage's watch): then, unless forced, there is nothing to do.
-	if c := m.loadStored(ctx, name); c != nil && m.cfg.Now().Before(renewTime(c.Leaf, m.cfg.RenewBefore, 0)) {
+	// Another instance stored a fresh certificate since the caller decided
+	// to replace seen (while this one waited for the lock). It may be
+	// served already (the storage's watch): then there is nothing to do.
+	if c := m.loadStored(ctx, name); c != nil && !c.Leaf.Equal(seen) &&
+		m.cfg.Now().Before(renewTime(c.Leaf, m.cfg.RenewBefore, 0)) {
 		if !c.Leaf.Equal(curLeaf(l)) {
 			return m.serve(name, l, c, "loaded", 0)
 		}
-		if !force {
-			return nil
-		}
+		return nil
 	}
 	if err := m.ensureAccount(ctx); err != nil {
 		return err
@@ -133,6 +132,13 @@ func untilLost(ctx context.Context, lk Lock) (context.Context, context.CancelFun
 		}
 	}()
 	return ctx, cancel
+}
+
+func leafOf(c *tls.Certificate) *x509.Certificate {
+	if c == nil {
+		return nil
+	}
+	return c.Leaf
 }
 
 func curLeaf(l *nameLoop) *x509.Certificate {

@@ -169,7 +169,14 @@ type etcdLock struct {
 
 func (l *etcdLock) Lost() <-chan struct{} { return l.lost }
 
-func (l *etcdLock) Unlock() { l.once.Do(func() { close(l.unlock) }) }
+// Unlock releases the mutex and returns once it is released (or the
+// session ended): a Lock of the same key on the same session right after
+// must not meet this one's key (it would take it for its own, and this
+// release would then delete it).
+func (l *etcdLock) Unlock() {
+	l.once.Do(func() { close(l.unlock) })
+	<-l.lost
+}
 
 // Lock implements acme.Storage with a concurrency.Mutex under
 // Key("locks", "acme", key) on the node's session: waiting watches the

@@ -182,3 +182,24 @@ func TestACMEStoreWatchAndEphemeral(t *testing.T) {
 		}
 	}, "the watch channel is not closed after its context ended")
 }
+
+// TestACMEStoreRelockAtOnce: Lock right after Unlock of the same key on
+// the same session holds a lock that is really held (the release of the
+// previous one must not delete the new one's key): its fenced write goes
+// through, every time.
+func TestACMEStoreRelockAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	a := NewACMEStore(startNode(t, testConfig(t, srv, "a", 1)))
+	ctx := context.Background()
+	for i := range 20 {
+		l, err := a.Lock(ctx, "ca/names/r.test")
+		if err != nil {
+			t.Fatalf("lock %d: %v", i, err)
+		}
+		if err := a.PutLocked(ctx, l, "ca/certs/r.test.crt", []byte{byte(i)}); err != nil {
+			t.Fatalf("fenced write under lock %d: %v", i, err)
+		}
+		l.Unlock()
+	}
+}
