@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # The peer benchmark harness, a folder not shipped in this repository (README).
 BENCH_DIR ?= ../shared/bench
 # Packages with concurrency, tested again under the race detector.
-RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/... ./admin/... ./conf/... ./internal/... ./tls/... ./acme/...
+RACE_PKGS ?= ./router/... ./upstream/... ./listeners/... ./routes/rule/... ./cmd/... ./admin/... ./conf/... ./internal/... ./tls/... ./acme/... ./cluster/...
 FUZZTIME  ?= 30s
 
 H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible

@@ -27,12 +27,12 @@ func (m *Manager) ensureAccount(ctx context.Context) error {
 	if m.acctReady {
 		return nil
 	}
-	unlock, err := m.cfg.Storage.Lock(ctx, m.prefix+"/account")
+	lk, err := m.cfg.Storage.Lock(ctx, m.prefix+"/account")
 	if err != nil {
 		return &Failure{Reason: ReasonStorage, Err: err}
 	}
-	defer unlock()
-	key, err := m.accountKey(ctx)
+	defer lk.Unlock()
+	key, err := m.accountKey(ctx, lk)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (m *Manager) ensureAccount(ctx context.Context) error {
 		return err
 	}
 	b, _ := json.Marshal(accountState{URI: uri})
-	if err := m.cfg.Storage.Put(ctx, m.prefix+"/account.json", b); err != nil {
+	if err := m.cfg.Storage.PutLocked(ctx, lk, m.prefix+"/account.json", b); err != nil {
 		return &Failure{Reason: ReasonStorage, Err: err}
 	}
 	m.client.KID = acme.KeyID(uri)
@@ -57,7 +57,7 @@ func (m *Manager) ensureAccount(ctx context.Context) error {
 	return nil
 }
 
-func (m *Manager) accountKey(ctx context.Context) (*ecdsa.PrivateKey, error) {
+func (m *Manager) accountKey(ctx context.Context, lk Lock) (*ecdsa.PrivateKey, error) {
 	k := m.prefix + "/account.key"
 	b, err := m.cfg.Storage.Get(ctx, k)
 	if err == nil {
@@ -83,7 +83,7 @@ func (m *Manager) accountKey(ctx context.Context) (*ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.cfg.Storage.Put(ctx, k, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})); err != nil {
+	if err := m.cfg.Storage.PutLocked(ctx, lk, k, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})); err != nil {
 		return nil, &Failure{Reason: ReasonStorage, Err: err}
 	}
 	return key, nil

@@ -31,4 +31,17 @@
 // order leaves either the old pair or the new one: the key is written
 // before the certificate, and a certificate whose key does not match is
 // ignored at load.
+//
+// # Several instances
+//
+// Instances that share one Storage (a cluster store) share the work: an
+// order runs under the name's lock (names/NAME; a lock that is lost ends
+// the order, and PutLocked refuses the loser's writes); challenges are
+// published under challenges/ before they are accepted, and HTTP01 and
+// the TLS-ALPN-01 lookup read them there when the ordering instance is
+// another; the order is journaled under orders/NAME (its URL and stage,
+// and the CSR key before finalize), so the instance that takes the lock
+// after a crash resumes it rather than placing a second; a Storage that
+// is a Watcher makes every instance serve a certificate another stored
+// at once.
 package acme

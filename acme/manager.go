@@ -3,6 +3,7 @@ package acme
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type Manager struct {
 
 	tokMu  sync.Mutex
 	tokens map[string]string // HTTP-01 token -> key authorization
+	gate   lookupGate        // bounds the storage lookups of challenges
 
 	mu      sync.Mutex
 	names   map[string]*nameLoop
@@ -135,8 +137,23 @@ func (m *Manager) Start() {
 	m.mu.Lock()
 	m.started = true
 	m.mu.Unlock()
+	if s, ok := m.cfg.Store.(challengeLookupSetter); ok {
+		s.SetChallengeLookup(m.TLSALPN01)
+	}
 	m.SetNames(m.cfg.Names)
+	if w, ok := m.cfg.Storage.(Watcher); ok {
+		m.goSafe("", func() { m.watch(w) })
+	}
 }
+
+// challengeLookupSetter is the CertStore's optional side that asks for
+// TLS-ALPN-01 certificates published by other instances
+// (edgetls.Store implements it).
+type challengeLookupSetter interface {
+	SetChallengeLookup(f func(name string) *tls.Certificate)
+}
+
+var _ challengeLookupSetter = (*edgetls.Store)(nil)
 
 // SetNames changes the names managed (at a reload): new names are loaded
 // or ordered, names no longer listed stop being renewed (their current
@@ -176,15 +193,6 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 }
 
-// HTTP01 returns the key authorization for an HTTP-01 token of an order
-// in progress, for `GET /.well-known/acme-challenge/TOKEN`.
-func (m *Manager) HTTP01(token string) (string, bool) {
-	m.tokMu.Lock()
-	defer m.tokMu.Unlock()
-	ka, ok := m.tokens[token]
-	return ka, ok
-}
-
 // Obtain orders a certificate for name now, or joins the order in
 // progress, and returns when it is served or failed. It does not check
 // whether the current one is due.
@@ -196,7 +204,7 @@ func (m *Manager) Obtain(ctx context.Context, name string) error {
 	if !ok || l == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownName, name)
 	}
-	err := m.shared(ctx, name, l)
+	err := m.shared(ctx, name, l, curLeaf(l))
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -205,7 +213,9 @@ func (m *Manager) Obtain(ctx context.Context, name string) error {
 }
 
 // shared runs one order for name, or waits for the one in progress.
-func (m *Manager) shared(ctx context.Context, name string, l *nameLoop) error {
+// seen is the certificate the caller decided to replace (nil for none):
+// one stored since by another instance is served instead of ordering.
+func (m *Manager) shared(ctx context.Context, name string, l *nameLoop, seen *x509.Certificate) error {
 	m.mu.Lock()
 	f, ok := m.flights[name]
 	if !ok {
@@ -229,7 +239,7 @@ func (m *Manager) shared(ctx context.Context, name string, l *nameLoop) error {
 			}()
 			// The order belongs to the manager, not to one caller:
 			// a caller that gives up does not cancel it for the others.
-			f.err = m.obtain(m.ctx, name, l)
+			f.err = m.obtain(m.ctx, name, l, seen)
 		}()
 	} else {
 		m.mu.Unlock()
@@ -254,7 +264,7 @@ func (m *Manager) loop(ctx context.Context, name string, l *nameLoop) {
 		l.mu.Unlock()
 		if cur == nil || !now.Before(next) {
 			st.LastAttempt = now
-			err := m.shared(ctx, name, l)
+			err := m.shared(ctx, name, l, leafOf(cur))
 			if ctx.Err() != nil {
 				return
 			}

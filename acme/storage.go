@@ -35,9 +35,44 @@ type Storage interface {
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 	// Lock takes an exclusive lock named key, shared by every user of the
-	// store (other processes too), waiting until ctx is done; unlock
-	// releases it.
-	Lock(ctx context.Context, key string) (unlock func(), err error)
+	// store (other processes and instances too), waiting until ctx is
+	// done. The lock may be lost before Unlock (a cluster store's lease
+	// expires): Lost tells, and PutLocked refuses to write after it.
+	Lock(ctx context.Context, key string) (Lock, error)
+	// PutLocked is Put, done only while l is still held (a fenced
+	// write): a holder that lost its lock cannot overwrite what its
+	// successor wrote. The error then wraps ErrLockLost.
+	PutLocked(ctx context.Context, l Lock, key string, value []byte) error
+}
+
+// ErrLockLost is returned by PutLocked when the lock is no longer held.
+var ErrLockLost = errors.New("acme: storage: lock lost")
+
+// Lock is a held storage lock.
+type Lock interface {
+	// Lost is closed when the lock is no longer held: after Unlock, or
+	// when a cluster store's lease ends. Work done under the lock stops
+	// then.
+	Lost() <-chan struct{}
+	// Unlock releases the lock; calling it again does nothing.
+	Unlock()
+}
+
+// Watcher is implemented by a Storage shared by several instances
+// (optional): Watch sends the keys under prefix that another instance
+// changed, so that a certificate renewed elsewhere is served at once.
+// After a gap in its feed (a reconnect), it sends every key under prefix.
+// The channel is closed when ctx ends.
+type Watcher interface {
+	Watch(ctx context.Context, prefix string) (<-chan string, error)
+}
+
+// Ephemeral is implemented by a Storage that can expire a value by
+// itself (optional): challenges are put with it, so that a record of a
+// crashed instance does not outlive the order. Without it, the manager
+// uses Put and deletes the record when the challenge is done.
+type Ephemeral interface {
+	PutEphemeral(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
 // Dir is a Storage in a local folder: folders are made 0700 and files
@@ -152,9 +187,38 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// dirLock is a flock(2) lock: the kernel drops it only with its holder,
+// so it is lost only by Unlock.
+type dirLock struct {
+	once sync.Once
+	f    *os.File
+	lost chan struct{}
+}
+
+func (l *dirLock) Lost() <-chan struct{} { return l.lost }
+
+func (l *dirLock) Unlock() {
+	l.once.Do(func() {
+		syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+		l.f.Close()
+		close(l.lost)
+	})
+}
+
+// PutLocked implements Storage: a flock is held until Unlock, so the
+// write is refused only after that.
+func (d *Dir) PutLocked(ctx context.Context, l Lock, key string, value []byte) error {
+	select {
+	case <-l.Lost():
+		return fmt.Errorf("put %s: %w", key, ErrLockLost)
+	default:
+	}
+	return d.Put(ctx, key, value)
+}
+
 // Lock implements Storage with flock(2), trying every lockPoll until ctx
 // is done. The lock file stays (removing it would race with a waiter).
-func (d *Dir) Lock(ctx context.Context, key string) (func(), error) {
+func (d *Dir) Lock(ctx context.Context, key string) (Lock, error) {
 	p, err := d.path(".locks/" + key)
 	if err != nil {
 		return nil, err
@@ -166,19 +230,12 @@ func (d *Dir) Lock(ctx context.Context, key string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("acme: storage: lock %s: %w", key, err)
 	}
-	var once sync.Once
-	unlock := func() {
-		once.Do(func() {
-			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			f.Close()
-		})
-	}
 	t := time.NewTicker(d.lockPoll)
 	defer t.Stop()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return unlock, nil
+			return &dirLock{f: f, lost: make(chan struct{})}, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()

@@ -80,7 +80,7 @@ func TestDirLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.lockPoll = time.Millisecond
-	unlock, err := d.Lock(context.Background(), "ca/a")
+	held, err := d.Lock(context.Background(), "ca/a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +91,24 @@ func TestDirLock(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		u, err := d.Lock(context.Background(), "ca/a")
+		l, err := d.Lock(context.Background(), "ca/a")
 		if err == nil {
-			u()
+			l.Unlock()
 		}
 		got <- err
 	}()
-	unlock()
+	if err := d.PutLocked(context.Background(), held, "ca/fenced", []byte("x")); err != nil {
+		t.Fatalf("PutLocked while held: %v", err)
+	}
+	held.Unlock()
+	select {
+	case <-held.Lost():
+	default:
+		t.Fatal("Lost is not closed after Unlock")
+	}
+	if err := d.PutLocked(context.Background(), held, "ca/fenced", []byte("y")); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("PutLocked after Unlock: %v, want ErrLockLost", err)
+	}
 	select {
 	case err := <-got:
 		if err != nil {

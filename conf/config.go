@@ -32,6 +32,7 @@ type Config struct {
 	TLS     *TLSStore
 	Log     Log
 	Tracing *Tracing // nil without a tracing block: tracing off
+	Cluster *Cluster // nil without a cluster block: state stays local
 	Runtime Runtime
 	// Buffers bounds the memory and disk that request bodies held before
 	// forwarding use (the `buffers { ... }` block; request buffering).

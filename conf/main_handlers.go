@@ -23,6 +23,7 @@ func init() {
 			run(b, logTable, &b.cfg.Log, d.Block.Directives)
 		},
 		"tracing":        tracingDirective,
+		"cluster":        clusterDirective,
 		"runtime":        runtimeDirective,
 		"buffers":        buffersDirective,
 		"tls":            tlsDirective,

@@ -13,6 +13,8 @@ const (
 	AdminBlock       BlockKind = "admin block"
 	LogBlock         BlockKind = "log block"
 	TracingBlock     BlockKind = "tracing block"
+	ClusterBlock     BlockKind = "cluster block"
+	ClusterTLSBlock  BlockKind = "cluster tls block"
 	RuntimeBlock     BlockKind = "runtime block"
 	UpstreamBlock    BlockKind = "upstream block"
 	RouteBlock       BlockKind = "route block"
@@ -58,6 +60,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "admin", Block: AdminBlock, MainOnly: true},
 		{Name: "log", Block: LogBlock, MainOnly: true},
 		{Name: "tracing", Block: TracingBlock, MainOnly: true},
+		{Name: "cluster", Block: ClusterBlock, MainOnly: true},
 		{Name: "runtime", Block: RuntimeBlock, MainOnly: true},
 		{Name: "buffers", Block: BuffersBlock, MainOnly: true},
 		{Name: "tls", Block: TLSBlock, MainOnly: true},
@@ -69,6 +72,19 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
 		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
 		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
+	},
+	ClusterBlock: {
+		{Name: "etcd", Usage: "URL...", Min: 1, Max: -1},
+		{Name: "prefix", Usage: "PREFIX", Min: 1, Max: 1},
+		{Name: "name", Usage: "NAME", Min: 1, Max: 1},
+		{Name: "tls", Block: ClusterTLSBlock},
+		{Name: "key_file", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "lease_ttl", Usage: "DURATION", Min: 1, Max: 1},
+	},
+	ClusterTLSBlock: {
+		{Name: "ca", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "cert", Usage: "FILE", Min: 1, Max: 1},
+		{Name: "key", Usage: "FILE", Min: 1, Max: 1},
 	},
 	JWTBlock: {
 		{Name: "jwks", Usage: "FILE|URL", Min: 1, Max: 1},

@@ -37,6 +37,21 @@ type acmeState struct {
 	mu         sync.Mutex
 	challenges map[string]*tls.Certificate // by normalised name
 	status     map[string]RenewalStatus    // by normalised name
+	// lookup finds a challenge certificate another instance published
+	// (SetChallengeLookup); nil for none.
+	lookup func(name string) *tls.Certificate
+}
+
+// SetChallengeLookup makes GetCertificate ask f for the TLS-ALPN-01
+// certificate of a name it holds none for: with several instances behind
+// one load balancer, the CA's validation may reach an instance other
+// than the one that ordered. f is called only for validation hellos
+// (acme-tls/1 alone) and must bound its own wait; nil removes it.
+func (s *Store) SetChallengeLookup(f func(name string) *tls.Certificate) {
+	a := &s.acme
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lookup = f
 }
 
 // SetChallenge makes GetCertificate answer a ClientHello for name that
@@ -87,9 +102,13 @@ func isACMEHello(hello *tls.ClientHelloInfo) bool {
 
 func (s *Store) challengeCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	a := &s.acme
+	name := normalizeName(hello.ServerName)
 	a.mu.Lock()
-	c := a.challenges[normalizeName(hello.ServerName)]
+	c, lookup := a.challenges[name], a.lookup
 	a.mu.Unlock()
+	if c == nil && lookup != nil && name != "" {
+		c = lookup(name)
+	}
 	if c == nil {
 		return nil, ErrNoChallenge
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgeway/edgeway/acme"
+	"github.com/edgeway/edgeway/cluster"
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 )
@@ -64,7 +65,7 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 	if err != nil {
 		return nil, err
 	}
-	storage, err := acme.NewDir(a.Storage)
+	storage, err := d.acmeStorage(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +89,17 @@ func (d *daemon) newACMEManager(cfg *conf.Config, st *acmeState) (*acme.Manager,
 			}
 		},
 	})
+}
+
+// acmeStorage is where the ACME state lives: in the cluster's etcd with a
+// cluster block (shared by every instance; the acme block's storage
+// folder is not used, `edgeway cluster import` moves it there), else the
+// folder.
+func (d *daemon) acmeStorage(cfg *conf.Config) (acme.Storage, error) {
+	if d.cluster == nil {
+		return acme.NewDir(cfg.TLS.ACME.Storage)
+	}
+	return cluster.NewACMEStore(d.cluster.node), nil
 }
 
 // acmeRetryMin is the first backoff after a failed order: 1 minute, or

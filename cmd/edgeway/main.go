@@ -22,6 +22,7 @@ commands:
                                    print the route a request or TLS connection takes
   check-system [--connections N] [-c FILE]
                                    compare kernel and fd limits with what N connections need
+  cluster import -c FILE DIR       copy an ACME storage folder into the cluster's etcd (sealed)
   h3get [-k] [-i] URL              GET URL over HTTP/3 (-k: any certificate; -i: the head too)
   version                          print the version
 `
@@ -45,6 +46,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return cmdExplain(args[1:], stdout, stderr)
 	case "check-system":
 		return cmdCheckSystem(args[1:], stdout, stderr)
+	case "cluster":
+		return cmdCluster(args[1:], stdout, stderr)
 	case "h3get":
 		return cmdH3Get(args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -82,6 +82,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		AccessLeaveOut: 1 - cfg.Log.Sample, AccessSlowerThan: cfg.Log.SlowerThan, Tracer: tracer})
 	defer d.router.Close()
 	defer d.stopAdmin()
+	defer d.stopCluster()
 	if err := d.start(); err != nil {
 		logs.log.Error("start failed", "err", err)
 		return 1
@@ -101,6 +102,7 @@ type daemon struct {
 	store   *edgetls.Store            // certificates; nil without a tls block
 	own     map[string]*edgetls.Store // listeners' own certificates, by listener; made at start
 	acme    *acmeState                // the ACME client; nil without an acme block
+	cluster *clusterState             // etcd membership; nil without a cluster block
 	servers []*listeners.Server
 	h3      map[string]*h3.Server // QUIC listeners by listener name, bound at start
 	bound   []conf.Listener       // listeners as bound at start; reload cannot change them
@@ -154,9 +156,6 @@ func (d *daemon) start() error {
 	if err := d.loadCertificates(d.cfg); err != nil {
 		return err
 	}
-	if err := d.newACME(d.cfg); err != nil {
-		return err
-	}
 	if err := makeBufferDir(d.cfg); err != nil {
 		return err
 	}
@@ -164,6 +163,13 @@ func (d *daemon) start() error {
 		return fmt.Errorf("applying configuration: %w", err)
 	}
 	d.setLive(d.cfg)
+	if err := d.startCluster(); err != nil {
+		return err
+	}
+	// After the cluster: with one, the ACME storage is its etcd.
+	if err := d.newACME(d.cfg); err != nil {
+		return err
+	}
 	d.replayOverrides()
 	if err := d.startAdmin(); err != nil {
 		return err

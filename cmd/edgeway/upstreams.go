@@ -44,7 +44,7 @@ func (d *daemon) registerUpstreamAPI(srv *admin.Server) {
 		pools := d.router.Pools()
 		out := upstreamList{Upstreams: make([]poolView, 0, len(pools)), Dropped: []droppedOverride{}}
 		for _, n := range slices.Sorted(maps.Keys(pools)) {
-			out.Upstreams = append(out.Upstreams, newPoolView(pools[n].Status()))
+			out.Upstreams = append(out.Upstreams, d.poolView(pools[n]))
 		}
 		if p := d.dropped.Load(); p != nil {
 			out.Dropped = *p
@@ -56,7 +56,7 @@ func (d *daemon) registerUpstreamAPI(srv *admin.Server) {
 		if err != nil {
 			return nil, err
 		}
-		return newPoolView(p.Status()), nil
+		return d.poolView(p), nil
 	})
 	srv.Handle("PATCH /api/upstreams/{pool}/servers/{address}", d.patchServer)
 }
@@ -78,6 +78,9 @@ func (d *daemon) patchServer(r *http.Request) (any, error) {
 	o, err := decodeOverride(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
 		return nil, &admin.Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
+	}
+	if d.cluster != nil {
+		return d.patchCluster(r, p, r.PathValue("address"), o)
 	}
 	if err := p.SetOverride(r.PathValue("address"), o); err != nil {
 		switch {
@@ -178,7 +181,7 @@ func shortJSON(v json.RawMessage) string {
 // state directory; nothing without one.
 func (d *daemon) saveOverrides() error {
 	dir := d.stateDir()
-	if dir == "" {
+	if dir == "" || d.cluster != nil { // the cluster keeps them (hook_cluster.go)
 		return nil
 	}
 	return upstream.SaveOverrides(filepath.Join(dir, overridesFile), d.router.Pools())
@@ -188,7 +191,7 @@ func (d *daemon) saveOverrides() error {
 // servers no longer in the files are dropped (and logged).
 func (d *daemon) replayOverrides() {
 	dir := d.stateDir()
-	if dir == "" {
+	if dir == "" || d.cluster != nil {
 		return
 	}
 	dropped, err := upstream.ReplayOverrides(filepath.Join(dir, overridesFile), d.router.Pools())

@@ -49,7 +49,11 @@ type serverView struct {
 	// Weight is the configured weight.
 	Weight int `json:"weight"`
 	// Override is nil (null) when no override is set.
-	Override        *overrideView         `json:"override"`
+	Override *overrideView `json:"override"`
+	// OverrideBy and OverrideAt name the instance that set the override
+	// and when, in a cluster (absent otherwise).
+	OverrideBy      string                `json:"override_by,omitempty"`
+	OverrideAt      *time.Time            `json:"override_at,omitempty"`
 	EffectiveWeight float64               `json:"effective_weight"`
 	State           string                `json:"state"`
 	Since           time.Time             `json:"since"`

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +21,8 @@ type pkg struct {
 	ImportPath string
 	Deps       []string
 	Imports    []string
+	// Etcd: the package imports go.etcd.io/etcd/... itself.
+	Etcd bool
 }
 
 // rule forbids the packages matching from to depend on those matching
@@ -48,10 +51,16 @@ var rules = []rule{
 	{from: "tls", only: []string{"conf", "routes/...", "internal/..."}},
 	{from: "acme", only: []string{"tls", "conf", "routes/...", "internal/..."}, noImport: []string{"conf"}},
 	{from: "admin", only: []string{"internal/..."}},
+	// cluster holds the etcd client; acme, tls and upstream see only
+	// interfaces that cmd/edgeway fills from it.
+	{from: "cluster", only: []string{"conf", "acme", "tls", "routes/...", "internal/..."}},
 }
 
+// etcdImporters are the only packages that may import the etcd client.
+var etcdImporters = []string{"cluster"}
+
 // testSupport may be imported by tests only.
-var testSupport = []string{"internal/testutil", "internal/testgrpc", "internal/peek/peektest", "internal/benchtools/...", "acme/acmetest"}
+var testSupport = []string{"internal/testutil", "internal/testgrpc", "internal/peek/peektest", "internal/benchtools/...", "acme/acmetest", "internal/etcdtest"}
 
 func list(t *testing.T) []pkg {
 	t.Helper()
@@ -69,6 +78,7 @@ func list(t *testing.T) []pkg {
 			t.Fatal(err)
 		}
 		p.ImportPath = strings.TrimPrefix(p.ImportPath, module)
+		p.Etcd = slices.ContainsFunc(p.Imports, func(i string) bool { return strings.HasPrefix(i, "go.etcd.io/etcd/") })
 		p.Deps = ours(p.Deps)
 		p.Imports = ours(p.Imports)
 		pkgs = append(pkgs, p)
@@ -126,6 +136,9 @@ func TestLayering(t *testing.T) {
 					t.Errorf("%s imports %s, which %s never imports itself (docs/architecture.md)", p.ImportPath, d, r.from)
 				}
 			}
+		}
+		if p.Etcd && !matchesAny(etcdImporters, p.ImportPath) {
+			t.Errorf("%s imports the etcd client: only %v may (docs/architecture.md)", p.ImportPath, etcdImporters)
 		}
 		if !matches("cmd/...", p.ImportPath) && !matchesAny(testSupport, p.ImportPath) {
 			for _, d := range p.Deps {

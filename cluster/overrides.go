@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/edgeway/edgeway/internal/atomicfile"
+)
+
+// Override is one server's runtime override as the cluster keeps it under
+// overrides/<pool>/<address> (plaintext JSON: weights and drains are not
+// secrets). A nil field is not set. By and At say which instance wrote
+// it last and when.
+type Override struct {
+	Weight   *int      `json:"weight,omitempty"`
+	Drain    *bool     `json:"drain,omitempty"`
+	Disabled *bool     `json:"disabled,omitempty"`
+	By       string    `json:"by"`
+	At       time.Time `json:"at"`
+}
+
+// IsZero reports whether no field is set.
+func (o Override) IsZero() bool { return o.Weight == nil && o.Drain == nil && o.Disabled == nil }
+
+// OverrideTable is every override in the cluster, by pool then address.
+// A published table is never changed.
+type OverrideTable map[string]map[string]Override
+
+// Overrides is the cluster's override table as this instance last saw
+// it: written through etcd with compare-and-swap, applied by every
+// instance (the writer too) from its watch.
+type Overrides struct {
+	n     *Node
+	apply func(OverrideTable)
+	cache string // sealed copy of the table on disk; "" for none
+
+	table   atomic.Pointer[OverrideTable]
+	mu      sync.Mutex
+	rev     int64         // the revision applied last; guarded by mu
+	changed chan struct{} // closed and replaced on each applied change; guarded by mu
+}
+
+// Overrides starts following the override table. apply is called with
+// the whole table, from one goroutine, each time it changes (and first
+// with the cached table, when cacheFile holds one: an instance that
+// starts while etcd is unreachable begins from its last state). cacheFile
+// ("" for none) is rewritten, sealed, after each change.
+func (n *Node) Overrides(cacheFile string, apply func(OverrideTable)) *Overrides {
+	o := &Overrides{n: n, apply: apply, cache: cacheFile, changed: make(chan struct{})}
+	empty := OverrideTable{}
+	o.table.Store(&empty)
+	if t, err := o.readCache(); err == nil {
+		o.table.Store(&t)
+		apply(t)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		n.log.Warn("cluster: override cache unreadable; waiting for etcd", "file", cacheFile, "err", err)
+	}
+	n.Follow("overrides", o)
+	return o
+}
+
+// Table is the override table as last applied.
+func (o *Overrides) Table() OverrideTable { return *o.table.Load() }
+
+// Reset is the Handler side: the whole table at rev.
+func (o *Overrides) Reset(kvs []KV, rev int64) {
+	t := OverrideTable{}
+	for _, kv := range kvs {
+		pool, addr, ok := strings.Cut(kv.Key, "/")
+		var v Override
+		if !ok || json.Unmarshal(kv.Value, &v) != nil {
+			o.n.log.Warn("cluster: ignoring a malformed override", "key", kv.Key)
+			continue
+		}
+		if t[pool] == nil {
+			t[pool] = map[string]Override{}
+		}
+		t[pool][addr] = v
+	}
+	o.publish(t, rev)
+}
+
+// Change is the Handler side: one override set or cleared.
+func (o *Overrides) Change(ev Event) {
+	pool, addr, ok := strings.Cut(ev.Key, "/")
+	if !ok {
+		return
+	}
+	old := o.Table()
+	t := make(OverrideTable, len(old)+1)
+	for p, m := range old {
+		t[p] = m
+	}
+	m := make(map[string]Override, len(old[pool])+1)
+	for a, v := range old[pool] {
+		m[a] = v
+	}
+	var v Override
+	switch {
+	case ev.Deleted:
+		delete(m, addr)
+	case json.Unmarshal(ev.Value, &v) != nil:
+		o.n.log.Warn("cluster: ignoring a malformed override", "key", ev.Key)
+		return
+	default:
+		m[addr] = v
+	}
+	t[pool] = m
+	if len(m) == 0 {
+		delete(t, pool)
+	}
+	o.publish(t, ev.ModRevision)
+}
+
+func (o *Overrides) publish(t OverrideTable, rev int64) {
+	o.table.Store(&t)
+	o.apply(t)
+	o.writeCache(t)
+	o.mu.Lock()
+	o.rev = max(o.rev, rev)
+	close(o.changed)
+	o.changed = make(chan struct{})
+	o.mu.Unlock()
+}
+
+// Update changes the override of pool/addr in etcd: change gets the
+// current value (zero when none) and returns the new one; a zero result
+// deletes the key. The write is a compare-and-swap on the key's
+// revision, retried on conflict; Update then waits (bounded) until this
+// instance's watch has applied it, so the caller sees its own write. An
+// error wraps ErrUnavailable when etcd could not be reached: then nothing
+// changed anywhere.
+func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(Override) (Override, error)) (Override, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	key := o.n.Key("overrides", pool, addr)
+	for range 5 {
+		cur, seen, err := o.get(ctx, key)
+		if err != nil {
+			o.n.Metrics.FailedWrites.Add(1)
+			return Override{}, err
+		}
+		next, err := change(cur)
+		if err != nil {
+			return Override{}, err
+		}
+		next.By, next.At = o.n.Name(), time.Now().UTC().Truncate(time.Millisecond)
+		op := clientv3.OpDelete(key)
+		if !next.IsZero() {
+			b, _ := json.Marshal(next)
+			op = clientv3.OpPut(key, string(b))
+		}
+		resp, err := o.n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", seen)).Then(op).Commit()
+		if err != nil {
+			o.n.Metrics.FailedWrites.Add(1)
+			return Override{}, o.n.unavailable("override write", err)
+		}
+		if resp.Succeeded {
+			o.waitApplied(ctx, resp.Header.Revision)
+			return next, nil
+		}
+	}
+	return Override{}, fmt.Errorf("cluster override %s/%s: %w: five conflicting writes in a row", pool, addr, ErrUnavailable)
+}
+
+func (o *Overrides) get(ctx context.Context, key string) (Override, int64, error) {
+	resp, err := o.n.cli.Get(ctx, key)
+	if err != nil {
+		return Override{}, 0, o.n.unavailable("override read", err)
+	}
+	var cur Override
+	if len(resp.Kvs) == 0 {
+		return cur, 0, nil
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &cur); err != nil {
+		cur = Override{} // a damaged value is replaced
+	}
+	return cur, resp.Kvs[0].ModRevision, nil
+}
+
+// waitApplied waits until the watch has applied rev or ctx ends.
+func (o *Overrides) waitApplied(ctx context.Context, rev int64) {
+	for {
+		o.mu.Lock()
+		done, ch := o.rev >= rev, o.changed
+		o.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (o *Overrides) writeCache(t OverrideTable) {
+	if o.cache == "" {
+		return
+	}
+	b, err := json.Marshal(t)
+	if err == nil {
+		b, err = o.n.Seal(b)
+	}
+	if err == nil {
+		err = atomicfile.Write(o.cache, b)
+	}
+	if err != nil {
+		o.n.log.Warn("cluster: writing the override cache", "file", o.cache, "err", err)
+	}
+}
+
+func (o *Overrides) readCache() (OverrideTable, error) {
+	if o.cache == "" {
+		return nil, os.ErrNotExist
+	}
+	b, err := os.ReadFile(o.cache)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := o.n.Open(b)
+	if err != nil {
+		return nil, err
+	}
+	var t OverrideTable
+	if err := json.Unmarshal(plain, &t); err != nil {
+		return nil, fmt.Errorf("override cache: %w", err)
+	}
+	return t, nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgeway/edgeway/admin"
+	"github.com/edgeway/edgeway/cluster"
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/upstream"
+)
+
+// The cluster hook: with a `cluster { ... }` block the upstream overrides
+// live in etcd (package cluster) instead of the state_dir journal. A PATCH
+// writes to etcd first and answers 503 when it cannot, so that no
+// instance applies what the others do not; every instance, the writer
+// too, applies the table from its watch, again after each reload.
+
+// clusterState is the daemon's cluster membership; nil without a cluster
+// block.
+type clusterState struct {
+	node      *cluster.Node
+	overrides *cluster.Overrides
+	mu        sync.Mutex // serialises applying the table (watch and reload)
+}
+
+// overridesCacheFile is the sealed copy of the cluster's override table in
+// the state directory, read at start while etcd is unreachable.
+const overridesCacheFile = "cluster-overrides.sealed"
+
+// startCluster joins the cluster when the configuration has a cluster
+// block, and starts applying the cluster's overrides to the pools.
+func (d *daemon) startCluster() error {
+	c := d.cfg.Cluster
+	if c == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := cluster.Start(ctx, *c, d.log)
+	if err != nil {
+		return fmt.Errorf("%s: cluster: %w", c.Pos, err)
+	}
+	n.SetMember(version, clusterConfigHash(d.cfg))
+	cs := &clusterState{node: n}
+	d.cluster = cs
+	cache := ""
+	if dir := d.stateDir(); dir != "" {
+		cache = filepath.Join(dir, overridesCacheFile)
+	}
+	cs.overrides = n.Overrides(cache, d.applyClusterOverrides)
+	d.log.Info("cluster joined", "name", n.Name(), "etcd", strings.Join(c.Etcd, " "), "connected", n.Connected())
+	return nil
+}
+
+// stopCluster leaves the cluster (revoking this instance's lease).
+func (d *daemon) stopCluster() {
+	if d.cluster != nil {
+		d.cluster.node.Close()
+	}
+}
+
+// clusterConfigHash identifies the configuration files' content, for drift
+// between members.
+func clusterConfigHash(cfg *conf.Config) string {
+	h := sha256.New()
+	for _, s := range cfg.FileSHA256 {
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// applyClusterOverrides makes every live server's override what the table
+// says: set where the table has one, cleared where it has none. Only the
+// servers whose override changes are touched.
+func (d *daemon) applyClusterOverrides(t cluster.OverrideTable) {
+	cs := d.cluster
+	if cs != nil {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+	}
+	for name, p := range d.router.Pools() {
+		for _, s := range p.Status().Servers {
+			want := t[name][s.Addr]
+			if o, ok := overrideChange(s.Override, want); ok {
+				if err := p.SetOverride(s.Addr, o); err != nil {
+					d.log.Warn("cluster override not applied", "upstream", name, "server", s.Addr, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// overrideChange is the upstream.Override that turns have into want, and
+// whether there is any change.
+func overrideChange(have upstream.OverrideStatus, want cluster.Override) (upstream.Override, bool) {
+	var o upstream.Override
+	changed := false
+	if !eqPtr(have.Weight, want.Weight) {
+		o.Weight, o.ClearWeight, changed = want.Weight, want.Weight == nil, true
+	}
+	if !eqPtr(have.Drain, want.Drain) {
+		o.Drain, o.ClearDrain, changed = want.Drain, want.Drain == nil, true
+	}
+	if !eqPtr(have.Disabled, want.Disabled) {
+		o.Disabled, o.ClearDisabled, changed = want.Disabled, want.Disabled == nil, true
+	}
+	return o, changed
+}
+
+func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// patchCluster writes a PATCH's override to etcd. The pool and server
+// are checked here first (404, as without a cluster); when etcd cannot be
+// reached the answer is 503 and nothing changed anywhere.
+func (d *daemon) patchCluster(r *http.Request, p *upstream.Pool, addr string, o upstream.Override) (any, error) {
+	if p.Server(addr) == nil {
+		return nil, admin.Errorf(http.StatusNotFound, "upstream %s: server %s: %v", p.Status().Name, addr, upstream.ErrUnknownServer)
+	}
+	_, err := d.cluster.overrides.Update(r.Context(), p.Status().Name, addr, func(v cluster.Override) (cluster.Override, error) {
+		v.Weight = mergeField(v.Weight, o.Weight, o.ClearWeight)
+		v.Drain = mergeField(v.Drain, o.Drain, o.ClearDrain)
+		v.Disabled = mergeField(v.Disabled, o.Disabled, o.ClearDisabled)
+		return v, nil
+	})
+	if errors.Is(err, cluster.ErrUnavailable) {
+		d.log.Error("upstream override refused: cluster store unreachable", "upstream", p.Status().Name, "server", addr, "err", err)
+		return nil, &admin.Error{Status: http.StatusServiceUnavailable, Message: "cluster store unreachable; not applied on any instance", Err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.poolView(p), nil
+}
+
+// mergeField is a PATCH field on the stored value: set, cleared, or kept.
+func mergeField[T any](cur, set *T, clear bool) *T {
+	switch {
+	case clear:
+		return nil
+	case set != nil:
+		return set
+	}
+	return cur
+}
+
+// poolView is newPoolView with, in a cluster, who set each override and
+// when.
+func (d *daemon) poolView(p *upstream.Pool) poolView {
+	v := newPoolView(p.Status())
+	if d.cluster == nil {
+		return v
+	}
+	t := d.cluster.overrides.Table()[v.Name]
+	for i := range v.Servers {
+		if o, ok := t[v.Servers[i].Address]; ok && v.Servers[i].Override != nil {
+			at := o.At
+			v.Servers[i].OverrideBy, v.Servers[i].OverrideAt = o.By, &at
+		}
+	}
+	return v
+}
