@@ -106,6 +106,7 @@ func TestAdminGolden(t *testing.T) {
 		goldenCall{"explain-sni", "GET", "/api/explain?sni=db.test&alpn=postgresql", "", 200},
 		goldenCall{"explain-no-route", "GET", "/api/explain?sni=admin.test", "", 404},
 		goldenCall{"certificates", "GET", "/api/certificates", "", 200},
+		goldenCall{"cluster-off", "GET", "/api/cluster", "", 200},
 		goldenCall{"patch", "PATCH", "/api/upstreams/api/servers/127.0.0.1:1", `{"drain": true}`, 200},
 		goldenCall{"patch-bad-drain", "PATCH", "/api/upstreams/api/servers/127.0.0.1:2", `{"drain": "yes"}`, 400},
 		goldenCall{"patch-bad-weight", "PATCH", "/api/upstreams/api/servers/127.0.0.1:2", `{"weight": 2.5}`, 400},

@@ -66,6 +66,7 @@ func (d *daemon) startAdmin() error {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	d.registerUpstreamAPI(srv)
+	d.registerClusterAPI(srv)
 	d.registerCertificateAPI(srv)
 	d.registerOverviewAPI(srv)
 	d.metrics.Register(newCertificateCollector(d))

@@ -79,6 +79,25 @@ func (e *adminEdgeway) clusterServer(t *testing.T, addr string) clusterServer {
 	return clusterServer{}
 }
 
+// clusterInfo is GET /api/cluster as the tests read it.
+type clusterInfo struct {
+	Connected   bool `json:"connected"`
+	LiveMembers int  `json:"live_members"`
+	Drift       bool `json:"drift"`
+	Members     []struct {
+		Name string `json:"name"`
+	} `json:"members"`
+}
+
+func (e *adminEdgeway) clusterInfo(t *testing.T) clusterInfo {
+	t.Helper()
+	var v clusterInfo
+	if code := e.get(t, "/api/cluster", &v); code != 200 {
+		t.Fatalf("GET /api/cluster: %d", code)
+	}
+	return v
+}
+
 func (s clusterServer) weight() int {
 	if s.Override == nil || s.Override.Weight == nil {
 		return -1
@@ -94,6 +113,10 @@ func (s clusterServer) weight() int {
 func TestClusterOverridePropagation(t *testing.T) {
 	c, srv := startClusterTrio(t)
 	a, b, cc := c.inst[0], c.inst[1], c.inst[2]
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		v := a.clusterInfo(t)
+		return v.Connected && len(v.Members) == 3 && !v.Drift && v.LiveMembers == 3
+	}, "e1 lists three connected members without drift")
 	path := "/api/upstreams/u/servers/" + srv
 	var lat []time.Duration
 	for i := range 100 {
@@ -168,4 +191,13 @@ func TestClusterOverridePropagation(t *testing.T) {
 	if got := cc.clusterServer(t, srv).weight(); got != 3 {
 		t.Fatalf("after a reload e3 shows weight %d, want 3", got)
 	}
+	// Other route files on e3: e1 flags the drift.
+	extra := filepath.Join(c.dirs[2], "routes", "extra.routes")
+	if err := os.WriteFile(extra, []byte("route extra {\n  match Path(`/extra`)\n  respond 200 \"x\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := cc.send(t, http.MethodPost, "/api/reload", "", true); code != 200 {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return a.clusterInfo(t).Drift }, "e1 flags e3's other configuration as drift")
 }

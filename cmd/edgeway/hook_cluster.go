@@ -61,6 +61,17 @@ func (d *daemon) startCluster() error {
 	return nil
 }
 
+// clusterReloaded re-applies the cluster's overrides to the new pools (a
+// server back in the files gets its override back) and publishes the new
+// configuration hash.
+func (d *daemon) clusterReloaded(cfg *conf.Config) {
+	if d.cluster == nil {
+		return
+	}
+	d.applyClusterOverrides(d.cluster.overrides.Table())
+	d.cluster.node.SetMember(version, clusterConfigHash(cfg))
+}
+
 // stopCluster leaves the cluster (revoking this instance's lease).
 func (d *daemon) stopCluster() {
 	if d.cluster != nil {
@@ -68,12 +79,15 @@ func (d *daemon) stopCluster() {
 	}
 }
 
-// clusterConfigHash identifies the configuration files' content, for drift
-// between members.
+// clusterConfigHash identifies the content of the route files the main
+// file includes, for drift between members: the main file itself is left
+// out, since it holds what differs per instance (name, addresses, paths).
 func clusterConfigHash(cfg *conf.Config) string {
 	h := sha256.New()
-	for _, s := range cfg.FileSHA256 {
-		h.Write([]byte(s))
+	for i, s := range cfg.FileSHA256 {
+		if cfg.Files[i] != cfg.MainFile {
+			h.Write([]byte(s))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -166,5 +180,52 @@ func (d *daemon) poolView(p *upstream.Pool) poolView {
 			v.Servers[i].OverrideBy, v.Servers[i].OverrideAt = o.By, &at
 		}
 	}
+	return v
+}
+
+// clusterView is GET /api/cluster.
+type clusterView struct {
+	// Enabled is false without a cluster block (then nothing else is set).
+	Enabled bool   `json:"enabled"`
+	Name    string `json:"name"`
+	// Connected is this instance's own state: a live lease session.
+	Connected   bool `json:"connected"`
+	LiveMembers int  `json:"live_members"`
+	// Drift is true when the members run configurations with different
+	// hashes (the same files should be on every instance).
+	Drift   bool         `json:"drift"`
+	Members []memberView `json:"members"`
+}
+
+// memberView is one live member, as its record in etcd says.
+type memberView struct {
+	Name       string    `json:"name"`
+	Version    string    `json:"version"`
+	Started    time.Time `json:"started"`
+	ConfigHash string    `json:"config_hash"`
+	// Connected: the member's record is live in etcd (its lease holds).
+	Connected bool `json:"connected"`
+	// Self marks this instance.
+	Self bool `json:"self"`
+}
+
+func (d *daemon) registerClusterAPI(srv *admin.Server) {
+	srv.Handle("GET /api/cluster", func(*http.Request) (any, error) { return d.clusterView(), nil })
+}
+
+func (d *daemon) clusterView() clusterView {
+	v := clusterView{Members: []memberView{}}
+	if d.cluster == nil {
+		return v
+	}
+	n := d.cluster.node
+	v.Enabled, v.Name, v.Connected, v.LiveMembers = true, n.Name(), n.Connected(), n.LiveMembers()
+	hashes := map[string]bool{}
+	for _, m := range n.Members() {
+		v.Members = append(v.Members, memberView{Name: m.Name, Version: m.Version, Started: m.Started,
+			ConfigHash: m.ConfigHash, Connected: true, Self: m.Name == n.Name()})
+		hashes[m.ConfigHash] = true
+	}
+	v.Drift = len(hashes) > 1
 	return v
 }

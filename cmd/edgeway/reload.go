@@ -91,9 +91,7 @@ func (d *daemon) reloadFiles(trigger, fp string, opts admin.ReloadOptions) admin
 		d.setLive(cfg)
 		d.reloadACME(cfg)
 		d.dropOverrides(d.droppedByReload(overrides), "its server left the files")
-		if d.cluster != nil { // a server back in the files gets its override back
-			d.applyClusterOverrides(d.cluster.overrides.Table())
-		}
+		d.clusterReloaded(cfg)
 		d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams), "trigger", trigger)
 	}
 	res.Duration = time.Since(start).Seconds()
