@@ -52,6 +52,7 @@ func (d *daemon) startCluster() error {
 	n.SetMember(version, clusterConfigHash(d.cfg))
 	cs := &clusterState{node: n}
 	d.cluster = cs
+	d.members.Store(n)
 	cache := ""
 	if dir := d.stateDir(); dir != "" {
 		cache = filepath.Join(dir, overridesCacheFile)
@@ -59,6 +60,16 @@ func (d *daemon) startCluster() error {
 	cs.overrides = n.Overrides(cache, d.applyClusterOverrides)
 	d.log.Info("cluster joined", "name", n.Name(), "etcd", strings.Join(c.Etcd, " "), "connected", n.Connected())
 	return nil
+}
+
+// liveMembers is the number of live instances that share each rate limit:
+// the cluster's live members, or 1 without a cluster block. It is one atomic
+// read, called per rate-limited request.
+func (d *daemon) liveMembers() int {
+	if n := d.members.Load(); n != nil {
+		return n.LiveMembers()
+	}
+	return 1
 }
 
 // clusterReloaded re-applies the cluster's overrides to the new pools (a

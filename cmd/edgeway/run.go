@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/admin"
+	"github.com/edgeway/edgeway/cluster"
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners"
@@ -79,7 +80,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		}
 	}
 	d.router = router.New(router.Options{Log: logs.log, AccessLog: logs.access, Metrics: traffic, AccessQuery: cfg.Log.AccessQuery,
-		AccessLeaveOut: 1 - cfg.Log.Sample, AccessSlowerThan: cfg.Log.SlowerThan, Tracer: tracer})
+		AccessLeaveOut: 1 - cfg.Log.Sample, AccessSlowerThan: cfg.Log.SlowerThan, Tracer: tracer, Members: d.liveMembers})
 	defer d.router.Close()
 	defer d.stopAdmin()
 	defer d.stopCluster()
@@ -99,10 +100,11 @@ type daemon struct {
 	log     *slog.Logger
 	logs    *loggers
 	router  *router.Router
-	store   *edgetls.Store            // certificates; nil without a tls block
-	own     map[string]*edgetls.Store // listeners' own certificates, by listener; made at start
-	acme    *acmeState                // the ACME client; nil without an acme block
-	cluster *clusterState             // etcd membership; nil without a cluster block
+	store   *edgetls.Store               // certificates; nil without a tls block
+	own     map[string]*edgetls.Store    // listeners' own certificates, by listener; made at start
+	acme    *acmeState                   // the ACME client; nil without an acme block
+	cluster *clusterState                // etcd membership; nil without a cluster block
+	members atomic.Pointer[cluster.Node] // the cluster node the rate limits share by; nil without one
 	servers []*listeners.Server
 	h3      map[string]*h3.Server // QUIC listeners by listener name, bound at start
 	bound   []conf.Listener       // listeners as bound at start; reload cannot change them
