@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
@@ -21,8 +22,14 @@ type upstreamTLS struct {
 	h2      bool                   // ALPN must pick h2
 }
 
-// errNoH2 is a protocol h2 server whose ALPN did not pick h2.
-var errNoH2 = errors.New("server did not negotiate h2 by ALPN (it offers HTTP/1.1 only)")
+// errNoH2 is a protocol h2 server whose ALPN did not pick h2: edgeway
+// never falls back to HTTP/1.1 there (gRPC needs HTTP/2).
+var errNoH2 = errors.New("server did not negotiate h2 by ALPN (protocol h2 does not fall back to HTTP/1.1)")
+
+// alertNoALPN is the text of the TLS alert no_application_protocol
+// (RFC 7301, section 3.2), a server that offers none of the protocols
+// asked for; crypto/tls does not export the type of a received alert.
+const alertNoALPN = "no application protocol"
 
 func newUpstreamTLS(cfg conf.Upstream) *upstreamTLS {
 	if cfg.TLS == nil {
@@ -75,6 +82,9 @@ func (u *upstreamTLS) handshake(ctx context.Context, nc net.Conn, addr string, t
 	}
 	tc := tls.Client(nc, u.config(addr))
 	if err := tc.HandshakeContext(ctx); err != nil {
+		if u.h2 && strings.Contains(err.Error(), alertNoALPN) {
+			err = fmt.Errorf("%w: %w", errNoH2, err)
+		}
 		return nil, &Error{Kind: KindConnect, Addr: addr, Err: fmt.Errorf("tls handshake: %w", err)}
 	}
 	if u.h2 && tc.ConnectionState().NegotiatedProtocol != "h2" {
