@@ -544,6 +544,11 @@ type TCPRoute struct {
 	Priority  int
 	Upstream  string
 	Listeners []string
+	// Terminate (`tls terminate`) has edgeway do the TLS handshake with
+	// the listener's certificates and send the plaintext stream to the
+	// server. Default false (`tls passthrough`): the TLS bytes pass
+	// through untouched.
+	Terminate bool
 	Pos       Pos
 }
 

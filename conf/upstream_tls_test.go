@@ -22,7 +22,9 @@ func TestUpstreamTLSBlock(t *testing.T) {
 		warn  string // a warning that must be there
 	}{
 		{desc: "system roots, defaults", block: "tls { ca system }",
-			check: func(u *UpstreamTLS) bool { return u.CAPEM == nil && u.MinVersion == tls.VersionTLS12 && !u.InsecureSkipVerify }},
+			check: func(u *UpstreamTLS) bool {
+				return u.CAPEM == nil && u.MinVersion == tls.VersionTLS12 && !u.InsecureSkipVerify
+			}},
 		{desc: "empty block", block: "tls {}", check: func(u *UpstreamTLS) bool { return u.CA == "" }},
 		{desc: "ca file read at load", block: "tls { ca ca.pem; server_name api.test; min_version 1.3 }",
 			check: func(u *UpstreamTLS) bool {

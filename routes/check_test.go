@@ -37,7 +37,7 @@ func TestVocabularyErrors(t *testing.T) {
 		{desc: "tcp without route", kind: RouteFile, src: "tcp db { }\n",
 			want: []string{`1:1: expected "route" after "tcp", got "db"`}},
 		{desc: "route directive in tcp route", kind: RouteFile, src: "tcp route db {\n  strip_prefix /a\n}\n",
-			want: []string{`2:3: unknown directive "strip_prefix" in tcp route block (expected match, to, priority, listeners)`}},
+			want: []string{`2:3: unknown directive "strip_prefix" in tcp route block (expected match, to, priority, listeners, tls)`}},
 		{desc: "errors inside a bad block are reported", kind: MainFile, src: "listen {\n  adr :80\n}\n",
 			want: []string{`1:8: expected NAME`, `2:3: unknown directive "adr" in listen block`}},
 	}

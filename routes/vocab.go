@@ -298,7 +298,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "credentials", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "max_age", Usage: "DURATION", Min: 1, Max: 1},
 	},
-	TCPRouteBlock: routeCommon(),
+	TCPRouteBlock: append(routeCommon(), Spec{Name: "tls", Usage: "passthrough|terminate", Min: 1, Max: 1}),
 }
 
 func init() {
