@@ -67,3 +67,35 @@ func TestUpstreamTLSBlock(t *testing.T) {
 		})
 	}
 }
+
+func TestTCPRouteTLSMode(t *testing.T) {
+	t.Parallel()
+	base := "tls { self_signed a.test }\nlisten s { addr :443; protocols tls http1 }\nupstream u { server a:1 }\ntcp route t {\n  match HostSNI(`a.test`)\n  to u\n  %s\n}\n"
+	for _, tt := range []struct {
+		desc, line string
+		terminate  bool
+		err        string
+	}{
+		{desc: "default passthrough", line: ""},
+		{desc: "passthrough", line: "tls passthrough"},
+		{desc: "terminate", line: "tls terminate", terminate: true},
+		{desc: "bad mode", line: "tls offload", err: `7:7: unknown tcp route tls mode "offload" (expected passthrough, terminate)`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := loadString(t, fmt.Sprintf(base, tt.line))
+			if tt.err != "" {
+				if err == nil || !strings.HasPrefix(diagnostics(t, err)[0], "main.conf:"+tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.TCPRoutes[0].Terminate; got != tt.terminate {
+				t.Errorf("Terminate = %v, want %v", got, tt.terminate)
+			}
+		})
+	}
+}
