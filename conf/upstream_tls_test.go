@@ -99,3 +99,13 @@ func TestTCPRouteTLSMode(t *testing.T) {
 		})
 	}
 }
+
+func TestTCPRouteRefusesTLSUpstream(t *testing.T) {
+	t.Parallel()
+	src := "tls { self_signed a.test }\nlisten s { addr :443; protocols tls http1 }\nupstream u {\n  server a:1\n  tls {}\n}\ntcp route t {\n  match HostSNI(`a.test`)\n  to u\n}\n"
+	_, err := loadString(t, src)
+	want := `main.conf:9:6: tcp route "t" forwards raw bytes, but upstream "u" has a tls block`
+	if err == nil || !strings.HasPrefix(diagnostics(t, err)[0], want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+}
