@@ -348,9 +348,13 @@ type Upstream struct {
 	// starts with a PROXY protocol header carrying the client's address
 	// (`send_proxy v1|v2`), for HTTP and TCP routes. Default "": none.
 	SendProxy string
+	// TLS, when non-nil, dials the servers over TLS (`tls { ... }`);
+	// health checks use it too. Default nil: cleartext.
+	TLS *UpstreamTLS
 	// Protocol is how HTTP requests reach the servers (`protocol
-	// http1|h2c`): "http1", or "h2c" (cleartext HTTP/2 with prior
-	// knowledge, as gRPC servers speak it). A tcp route cannot use an h2c
+	// http1|h2|h2c`): "http1", "h2" (HTTP/2 over TLS by ALPN; needs TLS),
+	// or "h2c" (cleartext HTTP/2 with prior knowledge, as gRPC servers
+	// speak it). A tcp route cannot use an h2c
 	// upstream: it forwards raw bytes. Default "http1"; "" is read as
 	// "http1".
 	Protocol string
@@ -554,6 +558,11 @@ type TCPRoute struct {
 	Priority  int
 	Upstream  string
 	Listeners []string
+	// Terminate (`tls terminate`) has edgeway do the TLS handshake with
+	// the listener's certificates and send the plaintext stream to the
+	// server. Default false (`tls passthrough`): the TLS bytes pass
+	// through untouched.
+	Terminate bool
 	Pos       Pos
 }
 

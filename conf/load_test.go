@@ -130,7 +130,7 @@ func TestVocabularyHasHandlers(t *testing.T) {
 		routes.MainBlock: keys(topTable), routes.ListenBlock: keys(listenTable), routes.AdminBlock: keys(adminTable),
 		routes.LogBlock: keys(logTable), routes.TracingBlock: keys(tracingTable), routes.RuntimeBlock: keys(runtimeTable), routes.UpstreamBlock: keys(upstreamTable), routes.RouteBlock: keys(routeTable),
 		routes.TCPRouteBlock: keys(tcpRouteTable), routes.TLSBlock: keys(tlsTable), routes.ListenTLSBlock: keys(listenTLSTable),
-		routes.H2Block: keys(h2Table),
+		routes.H2Block: keys(h2Table), routes.UpstreamTLSBlock: keys(upstreamTLSTable),
 	}
 	for kind, handlers := range tables {
 		var names []string

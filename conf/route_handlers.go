@@ -42,6 +42,7 @@ type draft struct {
 	forwardAuth *ForwardAuth
 	jwt         *JWT
 	streamBody  bool // request_buffering off
+	terminate   bool // tcp route: tls terminate
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -71,7 +72,7 @@ func tcpRouteDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.TCPRoutes = append(b.cfg.TCPRoutes, TCPRoute{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Terminate: r.terminate, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -96,6 +97,11 @@ var tcpRouteTable = table[*draft]{
 	"to":        to,
 	"priority":  func(b *builder, r *draft, d *routes.Directive) { r.hasPriority = b.priority(d, &r.priority) },
 	"listeners": listeners,
+	"tls": func(b *builder, r *draft, d *routes.Directive) {
+		if v, ok := b.oneOf(d.Args[0], "tcp route tls mode", []string{"passthrough", "terminate"}); ok {
+			r.terminate = v == "terminate"
+		}
+	},
 }
 
 var routeTable = table[*draft]{

@@ -340,7 +340,8 @@ func TestUpstreamProtocolAndSendProxy(t *testing.T) {
 		{desc: "send_proxy bad", base: baseUpstream, line: "send_proxy v3", err: `4:14: unknown PROXY protocol version "v3" (expected v1, v2)`},
 		{desc: "protocol h2c", base: baseUpstream, line: "protocol h2c", check: up("", "h2c")},
 		{desc: "protocol http1", base: baseUpstream, line: "protocol http1 send_proxy v2", check: up("v2", "http1")},
-		{desc: "protocol h2", base: baseUpstream, line: "protocol h2", err: `4:12: unknown upstream protocol "h2" (expected http1, h2c)`},
+		{desc: "protocol h2 without tls", base: baseUpstream, line: "protocol h2", err: `4:3: protocol "h2" is HTTP/2 over TLS and needs a tls block`},
+		{desc: "protocol bad", base: baseUpstream, line: "protocol h3", err: `4:12: unknown upstream protocol "h3" (expected http1, h2, h2c)`},
 	})
 	if u := DefaultUpstream("x"); u.Protocol != "http1" || u.SendProxy != "" {
 		t.Errorf("DefaultUpstream = %+v", u)

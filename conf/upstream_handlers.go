@@ -28,6 +28,7 @@ func upstreamDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	u := DefaultUpstream(b.name(d, "upstream"))
 	u.Pos = b.pos(d.Pos)
 	run(b, upstreamTable, &u, d.Block.Directives)
+	checkUpstreamTLS(b, &u, d)
 	if len(u.Servers) == 0 && !hasDirective(d, "server") {
 		b.missingf(d, "upstream %q has no servers (expected at least one `server ADDR` line)", u.Name)
 	}
@@ -55,8 +56,9 @@ var upstreamTable = table[*Upstream]{
 			u.SendProxy = v
 		}
 	},
+	"tls": upstreamTLSDirective,
 	"protocol": func(b *builder, u *Upstream, d *routes.Directive) {
-		if v, ok := b.oneOf(d.Args[0], "upstream protocol", []string{"http1", "h2c"}); ok {
+		if v, ok := b.oneOf(d.Args[0], "upstream protocol", []string{"http1", "h2", "h2c"}); ok {
 			u.Protocol = v
 		}
 	},
@@ -100,4 +102,16 @@ func (b *builder) weight(a routes.Arg, dst *int) bool {
 		return true
 	}
 	return false
+}
+
+// checkUpstreamTLS holds protocol and tls to each other: h2 is HTTP/2
+// over TLS and needs a tls block, h2c is cleartext and cannot have one.
+func checkUpstreamTLS(b *builder, u *Upstream, d *routes.Directive) {
+	p := findDirective(d, "protocol")
+	switch {
+	case u.Protocol == "h2" && u.TLS == nil:
+		b.errorf(p.Pos, "protocol \"h2\" is HTTP/2 over TLS and needs a tls block (cleartext HTTP/2 is h2c)")
+	case u.Protocol == "h2c" && u.TLS != nil:
+		b.errorf(p.Pos, "protocol \"h2c\" is cleartext HTTP/2 and cannot be used with tls (HTTP/2 over TLS is h2)")
+	}
 }

@@ -42,13 +42,18 @@ func (b *builder) checkTCPRoutes() {
 			b.warnAt(r.Pos, "tcp route %q reaches no TLS listener, so it never matches (tcp routes are served on listeners whose protocols include tls)", r.Name)
 		}
 	}
-	protocol := make(map[string]string, len(b.cfg.Upstreams))
-	for _, u := range b.cfg.Upstreams {
-		protocol[u.Name] = u.Protocol
+	ups := make(map[string]*Upstream, len(b.cfg.Upstreams))
+	for i := range b.cfg.Upstreams {
+		ups[b.cfg.Upstreams[i].Name] = &b.cfg.Upstreams[i]
 	}
 	for _, t := range b.tcpTo {
-		if protocol[t.upstream] == "h2c" {
-			b.errorf(t.pos, "tcp route %q forwards raw bytes, but upstream %q has `protocol h2c` (use an upstream without a protocol line)", t.route, t.upstream)
+		u := ups[t.upstream]
+		switch {
+		case u == nil:
+		case u.Protocol == "h2c" || u.Protocol == "h2":
+			b.errorf(t.pos, "tcp route %q forwards raw bytes, but upstream %q has `protocol %s` (use an upstream without a protocol line)", t.route, t.upstream, u.Protocol)
+		case u.TLS != nil:
+			b.errorf(t.pos, "tcp route %q forwards raw bytes, but upstream %q has a tls block (tcp routes dial their servers in cleartext)", t.route, t.upstream)
 		}
 	}
 }

@@ -50,6 +50,7 @@ func Watched(mainFile string) WatchSet {
 	for _, d := range f.Directives {
 		ws.Files = append(ws.Files, tlsFiles(main, d)...)
 		ws.Files = append(ws.Files, addressFiles(main, d)...)
+		ws.Files = append(ws.Files, upstreamTLSFiles(main, d)...)
 		if d.Name != "include" || len(d.Args) != 1 {
 			continue
 		}
@@ -79,6 +80,7 @@ func routeFileAddressFiles(main, name string) []string {
 	var out []string
 	for _, d := range f.Directives {
 		out = append(out, addressFiles(main, d)...)
+		out = append(out, upstreamTLSFiles(main, d)...)
 	}
 	return out
 }
@@ -142,6 +144,29 @@ func tlsFiles(main string, d *routes.Directive) []string {
 					add(cc.Args[0].Value)
 					add(cc.Args[1].Value)
 				}
+			}
+		}
+	}
+	return out
+}
+
+// upstreamTLSFiles lists the files an upstream block's tls block reads
+// (ca, client_cert), so that a rotated CA or client certificate reloads.
+func upstreamTLSFiles(main string, d *routes.Directive) []string {
+	if d.Block == nil || d.Name != "upstream" {
+		return nil
+	}
+	var out []string
+	for _, c := range d.Block.Directives {
+		if c.Name != "tls" || c.Block == nil {
+			continue
+		}
+		for _, cc := range c.Block.Directives {
+			switch {
+			case cc.Name == "ca" && len(cc.Args) == 1 && cc.Args[0].Value != "system":
+				out = append(out, ConfigPath(main, cc.Args[0].Value))
+			case cc.Name == "client_cert" && len(cc.Args) == 2:
+				out = append(out, ConfigPath(main, cc.Args[0].Value), ConfigPath(main, cc.Args[1].Value))
 			}
 		}
 	}

@@ -327,13 +327,20 @@ func (s *Snapshot) matchHTTP(listener string, req *rule.HTTPRequest) *route {
 // MatchTCP returns the TCP route and upstream that serve a connection with
 // hello on listener.
 func (s *Snapshot) MatchTCP(listener string, h *rule.TCPHello) (route, upstream string, ok bool) {
+	rc, ok := s.matchTCP(listener, h)
+	return rc.Name, rc.Upstream, ok
+}
+
+// matchTCP returns the TCP route that serves a connection with hello on
+// listener.
+func (s *Snapshot) matchTCP(listener string, h *rule.TCPHello) (conf.TCPRoute, bool) {
 	tl := s.tcp[listener]
 	if tl == nil || tl.table == nil {
-		return "", "", false
+		return conf.TCPRoute{}, false
 	}
 	i := tl.table.Match(h)
 	if i < 0 {
-		return "", "", false
+		return conf.TCPRoute{}, false
 	}
-	return tl.routes[i].Name, tl.routes[i].Upstream, true
+	return *tl.routes[i], true
 }

@@ -24,6 +24,9 @@ type TCPConn struct {
 	Route    string // the tcp route that matched
 	Upstream string // its pool
 	Server   string // the server dialed
+	// Terminate is the route's `tls terminate`: the caller does the TLS
+	// handshake with the client and sends the plaintext on.
+	Terminate bool
 }
 
 // HasTCPRoutes reports whether any tcp route serves listener, so that a
@@ -42,10 +45,11 @@ func (s *Snapshot) HasTCPRoutes(listener string) bool {
 // in a PROXY protocol header when the pool has send_proxy. The caller owns
 // the returned connection and must close it.
 func (r *Router) DialTCP(ctx context.Context, listener string, hello *rule.TCPHello, client, local netip.AddrPort) (*TCPConn, error) {
-	name, up, ok := r.snap.Load().MatchTCP(listener, hello)
+	rc, ok := r.snap.Load().matchTCP(listener, hello)
 	if !ok {
 		return nil, ErrNoTCPRoute
 	}
+	name, up := rc.Name, rc.Upstream
 	pool := r.set.Pools()[up]
 	if pool == nil {
 		return nil, fmt.Errorf("tcp route %s: upstream %s is gone", name, up)
@@ -86,7 +90,7 @@ func (r *Router) DialTCP(ctx context.Context, listener string, hello *rule.TCPHe
 		s.Done(upstream.Result{Outcome: upstream.Success, Latency: time.Since(start)})
 		tracked := r.track(c, tunnelKey{name, up, s.Addr},
 			tunnelInfo{kind: kindPassthrough, listener: listener, client: client, sni: hello.SNI, start: time.Now()})
-		return &TCPConn{Conn: tracked, Route: name, Upstream: up, Server: s.Addr}, nil
+		return &TCPConn{Conn: tracked, Route: name, Upstream: up, Server: s.Addr, Terminate: rc.Terminate}, nil
 	}
 	return nil, fmt.Errorf("tcp route %s: %w", name, last)
 }

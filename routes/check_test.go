@@ -15,7 +15,7 @@ func TestVocabularyErrors(t *testing.T) {
 		want []string
 	}{
 		{desc: "unknown directive lists the vocabulary", kind: RouteFile, src: "upstream u {\n  servr a:1\n}\n",
-			want: []string{`2:3: unknown directive "servr" in upstream block (expected server, connect_timeout, response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol); did you mean "server"?`}},
+			want: []string{`2:3: unknown directive "servr" in upstream block (expected server, connect_timeout, response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol, tls); did you mean "server"?`}},
 		{desc: "main-only in route file", kind: RouteFile, src: "listen a { addr :80 }\nshutdown_grace 1s\ninclude \"x\"\n",
 			want: []string{`1:1: "listen" is only allowed in the main file`, `2:1: "shutdown_grace" is only allowed`, `3:1: "include" is only allowed`}},
 		{desc: "missing brace names the next line", kind: RouteFile, src: "route api\n  match Host(`a`)\n",
@@ -37,7 +37,7 @@ func TestVocabularyErrors(t *testing.T) {
 		{desc: "tcp without route", kind: RouteFile, src: "tcp db { }\n",
 			want: []string{`1:1: expected "route" after "tcp", got "db"`}},
 		{desc: "route directive in tcp route", kind: RouteFile, src: "tcp route db {\n  strip_prefix /a\n}\n",
-			want: []string{`2:3: unknown directive "strip_prefix" in tcp route block (expected match, to, priority, listeners)`}},
+			want: []string{`2:3: unknown directive "strip_prefix" in tcp route block (expected match, to, priority, listeners, tls)`}},
 		{desc: "errors inside a bad block are reported", kind: MainFile, src: "listen {\n  adr :80\n}\n",
 			want: []string{`1:8: expected NAME`, `2:3: unknown directive "adr" in listen block`}},
 	}
@@ -102,7 +102,7 @@ func TestErrorFormat(t *testing.T) {
 	t.Parallel()
 	_, errs := Parse("main.conf", []byte("upstream u {\n\tservr a:1\n}\n"), MainFile)
 	want := "main.conf:2:2: unknown directive \"servr\" in upstream block (expected server, connect_timeout, " +
-		"response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol); did you mean \"server\"?\n    \tservr a:1\n    \t^"
+		"response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol, tls); did you mean \"server\"?\n    \tservr a:1\n    \t^"
 	if got := errs.Error(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}

@@ -33,6 +33,7 @@ const (
 	CompressBlock    BlockKind = "compress block"
 	ForwardAuthBlock BlockKind = "forward_auth block"
 	JWTBlock         BlockKind = "jwt block"
+	UpstreamTLSBlock BlockKind = "upstream tls block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -239,7 +240,15 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "max_connections", Usage: "N", Min: 1, Max: 1},
 		{Name: "max_pending", Usage: "N", Min: 1, Max: 1},
 		{Name: "send_proxy", Usage: "v1|v2", Min: 1, Max: 1},
-		{Name: "protocol", Usage: "http1|h2c", Min: 1, Max: 1},
+		{Name: "protocol", Usage: "http1|h2|h2c", Min: 1, Max: 1},
+		{Name: "tls", Block: UpstreamTLSBlock},
+	},
+	UpstreamTLSBlock: {
+		{Name: "ca", Usage: "FILE|system", Min: 1, Max: 1},
+		{Name: "server_name", Usage: "NAME", Min: 1, Max: 1},
+		{Name: "client_cert", Usage: "CERTFILE KEYFILE", Min: 2, Max: 2},
+		{Name: "min_version", Usage: "1.2|1.3", Min: 1, Max: 1},
+		{Name: "verify", Usage: "on|off", Min: 1, Max: 1},
 	},
 	RetryBlock: {
 		{Name: "attempts", Usage: "N", Min: 1, Max: 1},
@@ -306,7 +315,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "credentials", Usage: "on|off", Min: 1, Max: 1},
 		{Name: "max_age", Usage: "DURATION", Min: 1, Max: 1},
 	},
-	TCPRouteBlock: routeCommon(),
+	TCPRouteBlock: append(routeCommon(), Spec{Name: "tls", Usage: "passthrough|terminate", Min: 1, Max: 1}),
 }
 
 func init() {

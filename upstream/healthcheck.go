@@ -19,7 +19,11 @@ func (p *Pool) startChecks() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stopChecks = cancel
-	checker := health.New(*hc, health.Options{SendProxy: p.cfg.SendProxy, H2C: p.cfg.Protocol == "h2c"})
+	opts := health.Options{SendProxy: p.cfg.SendProxy, H2C: p.cfg.Protocol == "h2c" || p.cfg.Protocol == "h2"}
+	if p.cfg.TLS != nil {
+		opts.TLS = p.transport.TLSConfig
+	}
+	checker := health.New(*hc, opts)
 	for _, s := range p.servers {
 		p.checks.Go(func() {
 			defer panics.Recover("health check loop")

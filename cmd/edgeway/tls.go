@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -106,14 +107,15 @@ func (d *daemon) listen(lc conf.Listener) (*listeners.Server, error) {
 			return nil, err
 		}
 		o.TLS = tc
-		o.Passthrough = d.passthrough(lc.Name)
+		o.Passthrough = d.passthrough(lc.Name, terminateConfig(tc))
 	}
 	return listeners.ListenWith(lc, h, d.log, o)
 }
 
 // passthrough returns the listener's hook for tcp routes: a ClientHello a
-// tcp route claims is sent on, raw, to a server of the route's pool.
-func (d *daemon) passthrough(listener string) func(context.Context, *sniff.Hello, netip.AddrPort, netip.AddrPort) (net.Conn, error) {
+// tcp route claims is sent on, raw, to a server of the route's pool, or
+// with `tls terminate` handshaken with term and sent on as plaintext.
+func (d *daemon) passthrough(listener string, term *tls.Config) func(context.Context, *sniff.Hello, netip.AddrPort, netip.AddrPort) (net.Conn, error) {
 	return func(ctx context.Context, hello *sniff.Hello, client, local netip.AddrPort) (net.Conn, error) {
 		if !d.router.Snapshot().HasTCPRoutes(listener) {
 			return nil, listeners.ErrNoRoute
@@ -126,7 +128,10 @@ func (d *daemon) passthrough(listener string) func(context.Context, *sniff.Hello
 		if err != nil {
 			return nil, err
 		}
-		d.log.Debug("passthrough", "listener", listener, "sni", h.SNI, "route", c.Route, "server", c.Server, "client", client.String())
+		d.log.Debug("passthrough", "listener", listener, "sni", h.SNI, "route", c.Route, "server", c.Server, "client", client.String(), "terminate", c.Terminate)
+		if c.Terminate {
+			return terminate(d.log, term, c.Conn, c.Route), nil
+		}
 		return c.Conn, nil
 	}
 }

@@ -57,6 +57,7 @@ type IssueOptions struct {
 	RSA        bool   // an RSA 2048 key instead of ECDSA P-256
 	OCSPServer string // the responder URL named in the certificate
 	Client     bool   // a client certificate (ExtKeyUsageClientAuth)
+	Expired    bool   // valid until an hour ago
 }
 
 // Issue returns a leaf certificate for names (DNS names or IP addresses)
@@ -81,6 +82,9 @@ func (ca *CA) Issue(t testing.TB, o IssueOptions, names ...string) (certPEM, key
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if o.Expired {
+		tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour)
 	}
 	if o.Client {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}

@@ -9,6 +9,7 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -35,8 +36,13 @@ type Options struct {
 	// SendProxy is the pool's send_proxy ("", "v1", "v2"): HTTP checks
 	// then start with a PROXY header of the LOCAL kind.
 	SendProxy string
-	// H2C sends HTTP checks as HTTP/2 with prior knowledge (protocol h2c).
+	// H2C sends HTTP checks as HTTP/2 with prior knowledge (protocol h2c,
+	// and h2 once TLS picked it).
 	H2C bool
+	// TLS, when non-nil, returns the tls.Config of a server: HTTP checks
+	// then run over TLS with the pool's own settings (verification, SNI,
+	// client certificate), so a server with a bad certificate fails them.
+	TLS func(addr string) *tls.Config
 }
 
 // New returns the checker cfg describes: TCP for type tcp, else HTTP.

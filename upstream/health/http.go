@@ -3,6 +3,7 @@ package health
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -44,6 +45,13 @@ func (h *HTTP) Check(ctx context.Context, addr string) Result {
 	defer stop()
 	if err := writeProxyLocal(c, h.opts.SendProxy); err != nil {
 		return Result{Reason: "write: " + errText(err)}
+	}
+	if h.opts.TLS != nil {
+		tc := tls.Client(c, h.opts.TLS(addr))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return Result{Reason: "tls: " + errText(err)}
+		}
+		c = tc
 	}
 	if h.opts.H2C {
 		return h.checkH2C(ctx, c, addr)

@@ -2,8 +2,8 @@ package httpclient
 
 import "github.com/edgeway/edgeway/conf"
 
-// upstreamProtocol is the pool's protocol: "h2c" or "http1" ("" is
-// http1).
+// upstreamProtocol is the pool's protocol: "h2c", "h2" or "http1" (""
+// is http1).
 func upstreamProtocol(cfg conf.Upstream) string { return cfg.Protocol }
 
 // FullDuplex reports whether the servers may answer while the request

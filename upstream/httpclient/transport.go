@@ -49,8 +49,9 @@ type Transport struct {
 	respTimeout time.Duration
 	idleTimeout time.Duration
 	maxIdle     int
-	proxyVer    byte      // PROXY header version; 0: none
-	h2          *h2Client // non-nil for protocol h2c
+	proxyVer    byte         // PROXY header version; 0: none
+	h2          *h2Client    // non-nil for protocol h2c and h2
+	tls         *upstreamTLS // non-nil with a tls block
 
 	hosts map[string]*hostPool // the configured servers; read-only
 	extra sync.Map             // other addresses: string -> *hostPool
@@ -92,6 +93,7 @@ func NewTransport(cfg conf.Upstream) *Transport {
 		hosts:       make(map[string]*hostPool, len(cfg.Servers)),
 		lim:         newLimiter(cfg.MaxConnections, cfg.MaxPending),
 		connTimeout: cfg.ConnectTimeout,
+		tls:         newUpstreamTLS(cfg),
 	}
 	if t.maxIdle <= 0 {
 		t.maxIdle = 2
@@ -99,7 +101,7 @@ func NewTransport(cfg conf.Upstream) *Transport {
 	for _, s := range cfg.Servers {
 		t.hosts[s.Addr] = &hostPool{addr: s.Addr, t: t}
 	}
-	if upstreamProtocol(cfg) == "h2c" {
+	if p := upstreamProtocol(cfg); p == "h2c" || p == "h2" {
 		t.h2 = newH2Client(t)
 	}
 	if t.idleTimeout > 0 {
@@ -315,6 +317,17 @@ func (t *Transport) dialConn(ctx context.Context, addr string, req *Request) (ne
 			}
 			return nil, &Error{Kind: KindConnect, Addr: addr, Err: err}
 		}
+	}
+	if t.tls != nil {
+		tc, err := t.tls.handshake(ctx, nc, addr, t.connTimeout)
+		if err != nil {
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		return tc, nil
 	}
 	return nc, nil
 }
