@@ -106,7 +106,7 @@ func TestUpstreamTLS(t *testing.T) {
 		{desc: "verify off", path: "/insecure", status: 200, body: "wrongca"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			status, body := tlsGet(t, base+tc.path)
+			status, body := upstreamTLSGet(t, base+tc.path)
 			if status != tc.status || !strings.HasPrefix(body, tc.body) {
 				t.Fatalf("GET %s: %d %q, want %d %q...", tc.path, status, body, tc.status, tc.body)
 			}
@@ -119,13 +119,13 @@ func TestUpstreamTLS(t *testing.T) {
 	t.Run("session resumed on a second connection", func(t *testing.T) {
 		// The backend closes every connection; a later one resumes.
 		testutil.Eventually(t, 20*time.Second, func() bool {
-			_, body := tlsGet(t, base+"/good")
+			_, body := upstreamTLSGet(t, base+"/good")
 			return body == "good resumed=true"
 		}, "no request to the good server resumed its TLS session")
 	})
 }
 
-func tlsGet(t *testing.T, url string) (int, string) {
+func upstreamTLSGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	res, err := http.Get(url)
 	if err != nil {
@@ -152,7 +152,7 @@ func TestUpstreamTLSHealth(t *testing.T) {
 	p.WaitLog(t, `upstream server state changed.*server=`+regexp.QuoteMeta(bad.Listener.Addr().String())+
 		` from=healthy to=unhealthy .*x509: certificate signed by unknown authority`)
 	for range 10 {
-		if status, body := tlsGet(t, base+"/"); status != 200 || !strings.HasPrefix(body, "good") {
+		if status, body := upstreamTLSGet(t, base+"/"); status != 200 || !strings.HasPrefix(body, "good") {
 			t.Fatalf("got %d %q, want every request on the good server", status, body)
 		}
 	}
@@ -192,7 +192,7 @@ func TestUpstreamTLSGRPC(t *testing.T) {
 		t.Fatalf("unary over TLS to the backend: %q, %v; want hello", out, err)
 	}
 
-	if status, body := tlsGet(t, base+"/h1only"); status != 502 {
+	if status, body := upstreamTLSGet(t, base+"/h1only"); status != 502 {
 		t.Fatalf("protocol h2 to an HTTP/1.1-only server: %d %q, want 502", status, body)
 	}
 	p.WaitLog(t, `upstream=h1only .*did not negotiate h2`)
