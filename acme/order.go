@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/edgeway/edgeway/internal/panics"
 	"slices"
 	"time"
 
@@ -125,6 +126,7 @@ func (m *Manager) nameLock(name string) string { return m.prefix + "/names/" + n
 func untilLost(ctx context.Context, lk Lock) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
+		defer panics.Recover("acme: order lock")
 		select {
 		case <-lk.Lost():
 			cancel()

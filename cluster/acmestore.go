@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/edgeway/edgeway/internal/panics"
 	"slices"
 	"strings"
 	"sync"
@@ -194,6 +195,7 @@ func (s *ACMEStore) Lock(ctx context.Context, key string) (acme.Lock, error) {
 	m := concurrency.NewMutex(sess, s.n.Key("locks", "acme", key))
 	wctx, cancel := context.WithCancel(ctx)
 	go func() {
+		defer panics.Recover("cluster: acme lock wait")
 		select {
 		case <-sess.Done():
 			cancel()
@@ -206,7 +208,7 @@ func (s *ACMEStore) Lock(ctx context.Context, key string) (acme.Lock, error) {
 		return nil, fmt.Errorf("cluster: acme lock %s: %w", key, err)
 	}
 	l := &etcdLock{m: m, sess: sess, lost: make(chan struct{}), unlock: make(chan struct{})}
-	go l.hold(s.n)
+	panics.Go("cluster: acme lock", func() { l.hold(s.n) })
 	return l, nil
 }
 
@@ -268,6 +270,7 @@ func (s *ACMEStore) Watch(ctx context.Context, prefix string) (<-chan string, er
 	}
 	out := make(chan string, 64)
 	go func() {
+		defer panics.Recover("cluster: acme watch")
 		defer close(out)
 		for ctx.Err() == nil {
 			if !s.watchOnce(ctx, p, out) {

@@ -229,6 +229,21 @@ func (c *clusterACME) logs() string {
 
 func (c *clusterACME) orders() int { return strings.Count(c.pebble.Log(), "POST /order-plz") }
 
+// replaced counts the orders the CA itself made impossible to resume: a
+// journaled order pebble marked invalid (a validation that failed, as a
+// loaded machine's slow accept can make it) is replaced by a new one, the
+// one case where the issue allows a second order for a name, explained.
+func (c *clusterACME) replaced(t *testing.T) int {
+	n := 0
+	for _, in := range c.insts {
+		n += strings.Count(in.proc.Log(), "the journaled order cannot be resumed; placing a new order")
+	}
+	if n > 0 {
+		t.Logf("%d journaled orders invalid at the CA, replaced by new ones", n)
+	}
+	return n
+}
+
 // waitSameSerials waits until every instance but skip (-1: none) serves,
 // for each name, a pebble certificate with one serial, and returns the
 // serials by name.
@@ -307,7 +322,7 @@ func TestClusterACMEOneOrderPerName(t *testing.T) {
 	c.waitSameSerials(t, -1, 120*time.Second)
 	t.Logf("%d names issued and served by all 3 instances in %v; %d validations through the HTTP balancer",
 		len(c.names), time.Since(began), c.lb.next.Load())
-	if n := c.orders(); n != len(c.names) {
+	if n := c.orders(); n != len(c.names)+c.replaced(t) {
 		t.Errorf("%d orders at pebble, want exactly %d (one per name across the cluster); logs:\n%s", n, len(c.names), c.logs())
 	}
 	if n := c.lb.notFound.Load(); n != 0 {
@@ -382,7 +397,7 @@ func TestClusterACMERenewalServedByAll(t *testing.T) {
 		return renewed[c.names[0]] != first[c.names[0]]
 	}, "the instances do not all serve the renewed certificate; logs:\n%s", c.logs())
 	t.Logf("renewed certificate served by all 3 instances %v after pebble saw the renewal order (polled)", time.Since(began))
-	if n := c.orders(); n != 2 {
+	if n := c.orders(); n != 2+c.replaced(t) {
 		t.Errorf("%d orders at pebble, want 2 (the first issuance and one renewal for the cluster); logs:\n%s", n, c.logs())
 	}
 }

@@ -8,6 +8,7 @@ package etcdtest
 
 import (
 	"fmt"
+	"github.com/edgeway/edgeway/internal/panics"
 	"net"
 	"os"
 	"os/exec"
@@ -116,7 +117,11 @@ func (s *Server) start() {
 		s.t.Fatalf("start etcd: %v", err)
 	}
 	s.cmd, s.exited, s.stopped = cmd, make(chan struct{}), false
-	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(cmd, s.exited)
+	go func(c *exec.Cmd, done chan struct{}) {
+		defer panics.Recover("etcdtest: wait")
+		_ = c.Wait()
+		close(done)
+	}(cmd, s.exited)
 	s.waitListening()
 }
 
