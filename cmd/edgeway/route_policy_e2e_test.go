@@ -47,7 +47,7 @@ func TestRouteResponseTimeout(t *testing.T) {
 	if got := <-arrived; got != "/long" {
 		t.Fatalf("server got %s first, want /long", got)
 	}
-	if status, body := tlsGet(t, base+"/short"); status != 504 {
+	if status, body := upstreamTLSGet(t, base+"/short"); status != 504 {
 		t.Fatalf("/short: %d %q, want 504 after its 300ms response_timeout", status, body)
 	}
 	p.WaitLog(t, `route=short .*status=504 .*timeout=response_timeout`)
