@@ -410,7 +410,11 @@ type Route struct {
 	// (Buffers, Listener.BodyTimeout), before a server is picked. gRPC
 	// and bodies of unknown length to an h2c upstream always stream.
 	StreamRequestBody bool
-	Pos               Pos
+	// ResponseTimeout (`response_timeout D` in the route) replaces the
+	// pool's response_timeout for this route's requests. Default 0: the
+	// pool's.
+	ResponseTimeout time.Duration
+	Pos             Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`

@@ -43,6 +43,7 @@ type draft struct {
 	jwt         *JWT
 	streamBody  bool // request_buffering off
 	terminate   bool // tcp route: tls terminate
+	respTimeout time.Duration
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -59,7 +60,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -105,6 +106,7 @@ var tcpRouteTable = table[*draft]{
 }
 
 var routeTable = table[*draft]{
+	"response_timeout":       func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout) },
 	"match":                  match,
 	"to":                     to,
 	"priority":               func(b *builder, r *draft, d *routes.Directive) { r.hasPriority = b.priority(d, &r.priority) },

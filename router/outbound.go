@@ -43,7 +43,8 @@ func (x *exchange) buildOutbound() {
 	// all valid until finish; the upstream client copies what it keeps
 	// (bytesString).
 	x.out = httpclient.Request{
-		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
+		ResponseTimeout: x.rt.respTimeout,
+		Method:          in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
 		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
 		Client: in.RemoteAddr, Local: in.LocalAddr, // send_proxy's PROXY header
 	}

@@ -67,6 +67,8 @@ type route struct {
 	jwt        *jwtPolicy   // nil: none
 	// streamBody: request_buffering off (conf.Route.StreamRequestBody).
 	streamBody bool
+	// respTimeout: the route's response_timeout; 0: the pool's.
+	respTimeout time.Duration
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -114,7 +116,7 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
-			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody}
+			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout}
 	}
 	return routes, nil
 }

@@ -42,7 +42,10 @@ type conn struct {
 	wdone    chan error
 	mu       sync.Mutex
 	headDone bool
-	bodyErr  error // the request body's read error, if it failed
+	// respTimeout is the current exchange's response-header timeout:
+	// the request's own or the pool's.
+	respTimeout time.Duration
+	bodyErr     error // the request body's read error, if it failed
 }
 
 func newConn(nc net.Conn, hp *hostPool) *conn {
@@ -76,6 +79,10 @@ func (c *conn) exchange(req *Request, resp *Response, bb *bodyBuf) (err error, r
 	ctx := req.context()
 	hasBody := bb != nil
 	c.stop, c.cx = nil, req.Cancel
+	c.respTimeout = c.hp.t.respTimeout
+	if req.ResponseTimeout > 0 {
+		c.respTimeout = req.ResponseTimeout
+	}
 	if c.cx != nil && !c.cx.attach(c.nc) {
 		c.close()
 		c.cx = nil
@@ -151,7 +158,7 @@ func upgradeAgreed(req, resp httpmsg.Header) bool {
 // armTimeout starts the response-header timeout; for a request with a
 // body the writer calls it once the body is sent.
 func (c *conn) armTimeout() {
-	if t := c.hp.t.respTimeout; t > 0 {
+	if t := c.respTimeout; t > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(t))
 	}
 }
@@ -238,7 +245,7 @@ func (c *conn) endHead(hasBody bool) {
 		c.headDone = true
 		c.mu.Unlock()
 	}
-	if c.hp.t.respTimeout > 0 {
+	if c.respTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Time{})
 	}
 }

@@ -16,7 +16,11 @@ import (
 // wire (the caller has removed hop-by-hop fields and set the forwarding
 // ones) and the body.
 type Request struct {
-	Method string
+	// ResponseTimeout, when non-zero, replaces the pool's
+	// response_timeout for this request (a route's own, resolved at
+	// load). Zero: the pool's.
+	ResponseTimeout time.Duration
+	Method          string
 	// Target is the request-target in origin-form ("/p?q"), or "*" for
 	// OPTIONS.
 	Target string

@@ -262,6 +262,9 @@ func h2Skip(name string) bool {
 // that a stream the client keeps open is not cut.
 func (x *h2Exchange) armTimeout() {
 	d := x.h.t.respTimeout
+	if x.req.ResponseTimeout > 0 {
+		d = x.req.ResponseTimeout
+	}
 	if d <= 0 {
 		return
 	}
