@@ -31,17 +31,9 @@ H3_STREAMS=${H3_STREAMS:-16}
 PORT=${PORT:-9550}
 UP_PORT=${UP_PORT:-9551}
 CADDY_PORT=${CADDY_PORT:-9552}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+. "$root/scripts/lib.sh"
 
-command -v h2load >/dev/null || { echo "h2load not found" >&2; exit 1; }
+need h2load taskset
 log "building edgeway, h3load and the upstream"
 (cd "$root" && CGO_ENABLED=0 go build -o "$tmp/" ./cmd/edgeway ./internal/benchtools/h3load)
 (cd "$BENCH_DIR" && CGO_ENABLED=0 go build -o "$tmp/" ./cmd/upstream)

@@ -28,19 +28,9 @@ DURATION=${DURATION:-10}
 CONNS=${CONNS:-32}
 PORT=${PORT:-9560}
 ORIGIN=$((PORT + 1)) PEER=$((PORT + 2))
-tmp=$(mktemp -d)
+. "$root/scripts/lib.sh"
 chmod 755 "$tmp" # the origin nginx's worker reads the body from it
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
-for c in nginx wrk curl openssl taskset; do
-	command -v $c >/dev/null || { echo "bench-policy.sh: $c not found (apt-get install -y nginx wrk curl openssl util-linux)" >&2; exit 1; }
-done
+need nginx wrk curl openssl taskset
 nginx_bin=$(command -v nginx)
 
 log "building edgeway"
