@@ -10,15 +10,21 @@
 #                  sampled, exported to an OTLP/HTTP sink at $OTLP_SINK
 #   limit          access log off, every request counted against a rate
 #                  limit per client address (one that never refuses)
+#   tlsup          access log off, TLS to the upstream: the HTTPS origins
+#                  at $TLS_ORIGIN1,$TLS_ORIGIN2 instead of the harness's,
+#                  their certificate verified against $TLS_ORIGIN_CA
 set -euo pipefail
 d=${PROXY_DIR:?}
-logging="log { access off; level warn }" tracing="" limit="" uselimit=""
+logging="log { access off; level warn }" tracing="" limit="" uselimit="" uptls=""
 case ${VARIANT:-off} in
 off) ;;
 log) logging="log { access on; level warn; access_output $d/access.log }" ;;
 log10) logging="log { access on; level warn; access_output $d/access.log; sample 10%; slower_than 1s }" ;;
 trace1 | trace100) tracing="tracing { otlp ${OTLP_SINK:?}; sample ${VARIANT#trace}%; service_name edgeway-bench }" ;;
 limit) limit="limit bench { rate 1000000000/s; burst 1000000 }" uselimit="limit bench" ;;
+tlsup)
+	UPSTREAM1=${TLS_ORIGIN1:?} UPSTREAM2=${TLS_ORIGIN2:?}
+	uptls="tls { ca ${TLS_ORIGIN_CA:?}; server_name localhost }" ;;
 *) echo "bench-edgeway.sh: unknown VARIANT $VARIANT" >&2; exit 2 ;;
 esac
 # MODE=h2 (h2-peers.sh): TLS with ALPN h2 and http/1.1, the harness's cert.
@@ -41,6 +47,7 @@ listen bench {
 upstream backend {
   server $UPSTREAM1
   server $UPSTREAM2
+  $uptls
   max_idle_conns 1024
   idle_timeout 300s
 }

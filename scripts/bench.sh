@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the shared peer benchmark harness with edgeway added as a peer.
 #   scripts/bench.sh peers   HTTP/1.1 req/s, p99, proxy CPU us/req (run-peers.sh), edgeway
-#                            also with its access log on, sampled, and tracing (EDGEWAY_VARIANTS)
+#                            also with its access log on, sampled, and tracing (EDGEWAY_VARIANTS);
+#                            with TLS to the upstream (edgeway-tlsup beside nginx-tlsup, nginx
+#                            proxy_pass https:// with proxy_ssl_session_reuse on; UPSTREAM_TLS=0 skips)
 #   scripts/bench.sh idle    memory per idle keep-alive connection (idle-conns.sh)
 #   scripts/bench.sh ws      memory per idle WebSocket tunnel, echo latency (ws-conns.sh)
 #   scripts/bench.sh h2      HTTP/2 over TLS req/s and CPU per request (h2-peers.sh)
@@ -40,16 +42,37 @@ peers)
 		EXTRA_PROXY+=$'\n'"edgeway-$v|$port|VARIANT=$v $root/scripts/bench-edgeway.sh"
 		port=$((port + 1))
 	done
+	if [[ ${UPSTREAM_TLS:-1} == 1 ]]; then
+		# Two HTTPS origins (internal/benchtools/tlsorigin, answering as
+		# the harness's upstreams do) on the load side's core, one
+		# certificate for both; edgeway-tlsup and nginx-tlsup proxy to
+		# them, verifying it.
+		tlsd=$(mktemp -d)
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+			-addext subjectAltName=DNS:localhost -keyout "$tlsd/origin.key" -out "$tlsd/origin.pem" 2>/dev/null
+		(cd "$root" && CGO_ENABLED=0 go build -o "$tlsd/tlsorigin" ./internal/benchtools/tlsorigin)
+		o1=${TLS_ORIGIN_PORT:-9011}
+		taskset -c 1 "$tlsd/tlsorigin" -addr "127.0.0.1:$o1" -id tls1 -cert "$tlsd/origin.pem" -key "$tlsd/origin.key" &
+		origin1=$!
+		taskset -c 1 "$tlsd/tlsorigin" -addr "127.0.0.1:$((o1 + 1))" -id tls2 -cert "$tlsd/origin.pem" -key "$tlsd/origin.key" &
+		origin2=$!
+		stop_origins() { kill "$origin1" "$origin2" 2>/dev/null; wait "$origin1" "$origin2" 2>/dev/null; rm -rf "$tlsd"; }
+		export TLS_ORIGIN1=127.0.0.1:$o1 TLS_ORIGIN2=127.0.0.1:$((o1 + 1)) TLS_ORIGIN_CA=$tlsd/origin.pem
+		EXTRA_PROXY+=$'\n'"edgeway-tlsup|$port|VARIANT=tlsup $root/scripts/bench-edgeway.sh"
+		EXTRA_PROXY+=$'\n'"nginx-tlsup|$((port + 1))|$root/scripts/bench-nginx-tlsup.sh"
+		variants+=" tlsup"
+	fi
 	if [[ $variants == *trace* ]]; then
 		sink_port=${OTLP_SINK_PORT:-4318}
 		(cd "$root" && CGO_ENABLED=0 go build -o "$root/bin/otlpsink" ./internal/benchtools/otlpsink)
 		taskset -c 1 "$root/bin/otlpsink" -listen "127.0.0.1:$sink_port" &
 		sink=$!
-		trap 'kill $sink 2>/dev/null' EXIT
 		export OTLP_SINK="http://127.0.0.1:$sink_port"
 	fi
+	trap '[[ -n ${sink:-} ]] && kill $sink 2>/dev/null; [[ -n ${tlsd:-} ]] && stop_origins' EXIT
 	if [[ -n ${PROXIES:-} && $PROXIES == *edgeway* && $PROXIES != *edgeway-* ]]; then
 		for v in $variants; do PROXIES+=" edgeway-$v"; done
+		[[ -n ${tlsd:-} ]] && PROXIES+=" nginx-tlsup"
 	fi
 	export PROXIES
 	"$bench_dir/run-peers.sh" ;;
