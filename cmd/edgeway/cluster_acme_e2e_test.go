@@ -99,13 +99,22 @@ func (lb *roundRobin) forward(c net.Conn) {
 	if wait != nil {
 		<-wait
 	}
-	i := int(lb.next.Add(1)-1) % len(lb.backends)
-	if i == int(lb.avoid.Load()) {
-		i = (i + 1) % len(lb.backends)
+	// A backend that refuses the connection (an instance not listening
+	// yet, or killed) is skipped for the next one, as a balancer's
+	// connect retry does; the validation fails only when none accepts.
+	first := int(lb.next.Add(1)-1) % len(lb.backends)
+	var b net.Conn
+	for k := range len(lb.backends) {
+		i := (first + k) % len(lb.backends)
+		if i == int(lb.avoid.Load()) {
+			continue
+		}
+		var err error
+		if b, err = net.DialTimeout("tcp", lb.backends[i], 5*time.Second); err == nil {
+			break
+		}
 	}
-	to := lb.backends[i]
-	b, err := net.DialTimeout("tcp", to, 5*time.Second)
-	if err != nil {
+	if b == nil {
 		return
 	}
 	defer b.Close()
