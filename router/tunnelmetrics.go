@@ -26,7 +26,7 @@ type tunnelMetrics struct {
 func newTunnelMetrics() *tunnelMetrics {
 	return &tunnelMetrics{
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeway_tunnels_total",
-			Help: "Tunnels ended, by listener, route, kind (websocket, upgrade, passthrough) and end (client_closed, server_closed: the side that ended first; error; drained: a reload removed its route or server)."},
+			Help: "Tunnels ended, by listener, route, kind (websocket, upgrade, passthrough) and end (client_closed, server_closed: the side that ended or reset first; error; drained: a reload removed its route or server)."},
 			[]string{"listener", "route", "kind", "end"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeway_tunnel_bytes_total",
 			Help: "Bytes carried by ended tunnels, by listener, route and direction (client_to_server, server_to_client)."},

@@ -303,8 +303,9 @@ type TunnelEnd struct {
 	// ToUpstream and ToClient are the bytes carried each way.
 	ToUpstream, ToClient int64
 	// How is how it ended: TunnelClientClosed or TunnelServerClosed (the
-	// side whose end of stream came first), or TunnelError (a read or
-	// write failed, a timeout, or a side was closed under it).
+	// side whose end of stream, or reset, came first), or TunnelError (a
+	// read or write failed otherwise, a timeout, or a side was closed
+	// under it).
 	How string
 }
 

@@ -74,8 +74,8 @@ func (t *tunnel) splicePump(dir uint8, p *pipe) {
 		}
 		if n > 0 {
 			empty = false
-			if t.drain(dir, dst, p, int(n)) != nil {
-				t.close()
+			if err := t.drain(dir, dst, p, int(n)); err != nil {
+				t.fail(1-dir, err)
 				return
 			}
 			empty = true

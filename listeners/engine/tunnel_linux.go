@@ -46,6 +46,28 @@ var (
 // ended records how the tunnel ends, unless a cause came first.
 func (t *tunnel) ended(how *string) { t.end.CompareAndSwap(nil, how) }
 
+// endOf is how the tunnel ends when side's socket (dirUp: the client's,
+// dirDown: the upstream's) reports err: a reset (ECONNRESET, EPIPE) is
+// that side ending the connection, abruptly (a server that closed with
+// the client's last bytes unread, which on a busy machine can reach
+// edgeway before the server's end of stream does); anything else is an
+// error.
+func endOf(side uint8, err error) *string {
+	if !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) {
+		return &endError
+	}
+	if side == dirUp {
+		return &endClient
+	}
+	return &endServer
+}
+
+// fail ends the tunnel on err from side's socket.
+func (t *tunnel) fail(side uint8, err error) {
+	t.ended(endOf(side, err))
+	t.close()
+}
+
 // report tells up, when it wants to know (httpmsg.TunnelReporter), how
 // the tunnel ended and what it carried.
 func (t *tunnel) report() {
@@ -160,7 +182,7 @@ func (t *tunnel) pumpInline(dir uint8, buf []byte) {
 		t.moved[dir].Add(int64(w))
 		switch {
 		case werr != nil && !errors.Is(werr, unix.EAGAIN):
-			t.close()
+			t.fail(1-dir, werr)
 		case w < n:
 			p := pumps.Get().(*pumpBuf)
 			go t.finishWrite(dir, p, copy(p.buf[:], buf[w:n]))
@@ -178,7 +200,7 @@ func (t *tunnel) pumpInline(dir uint8, buf []byte) {
 	case err == nil:
 		t.halfClose(dir)
 	default:
-		t.close()
+		t.fail(dir, err)
 	}
 }
 
@@ -190,7 +212,7 @@ func (t *tunnel) finishWrite(dir uint8, p *pumpBuf, n int) {
 	pumps.Put(p) // Lifetime: the write is done; nothing else saw p
 
 	if err != nil {
-		t.close()
+		t.fail(1-dir, err)
 		return
 	}
 	t.pump(dir)
@@ -236,8 +258,8 @@ func (t *tunnel) pump(dir uint8) {
 	for {
 		n, err := p.read(src.raw)
 		if n > 0 {
-			if t.write(dir, p.buf[:n]) != nil {
-				t.close()
+			if err := t.write(dir, p.buf[:n]); err != nil {
+				t.fail(1-dir, err)
 				return
 			}
 			continue
@@ -262,7 +284,7 @@ func (t *tunnel) idle(dir uint8, src *watch, err error) bool {
 	case err == nil: // end of stream
 		t.halfClose(dir)
 	default:
-		t.close()
+		t.fail(dir, err)
 	}
 	return false
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/testutil"
 )
 
@@ -253,5 +254,62 @@ func TestTunnelQuietAfterBulk(t *testing.T) {
 		if _, err := io.ReadFull(p.to, b); err != nil || string(b) != "ping\n" {
 			t.Fatalf("after a quiet spell, %s -> %s: %q, %v (stats %+v)", p.from.LocalAddr(), p.to.LocalAddr(), b, err, e.Stats())
 		}
+	}
+}
+
+// reportingUp is an upstream connection that wants its tunnel's end
+// (httpmsg.TunnelReporter), as the router's are.
+type reportingUp struct {
+	*net.TCPConn
+	end chan httpmsg.TunnelEnd
+}
+
+func (r *reportingUp) TunnelStarted(func())            {}
+func (r *reportingUp) TunnelEnded(e httpmsg.TunnelEnd) { r.end <- e }
+
+// TestTunnelEndByReset: a server that resets the connection (closing
+// with unread bytes, or SO_LINGER 0) ended the tunnel: the end is
+// reported as server_closed, not as an error of edgeway's; a client's
+// FIN is client_closed.
+func TestTunnelEndByReset(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	ends := make(chan httpmsg.TunnelEnd, 2)
+	e := start(t, testConfig(), &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
+		if line != "tunnel" {
+			return 0, false
+		}
+		up, err := net.Dial("tcp", u.ln.Addr().String())
+		if err != nil {
+			return Close, true
+		}
+		c.Tunnel(&reportingUp{TCPConn: up.(*net.TCPConn), end: ends}, []byte("<to-up>"), []byte("<to-client>"))
+		return Park, true
+	}})
+	waitEnd := func() httpmsg.TunnelEnd {
+		t.Helper()
+		select {
+		case end := <-ends:
+			return end
+		case <-time.After(10 * time.Second):
+			t.Fatal("the tunnel's end was never reported")
+			return httpmsg.TunnelEnd{}
+		}
+	}
+
+	client, up := openTunnel(t, e, u)
+	up.(*net.TCPConn).SetLinger(0)
+	up.Close() // RST
+	if end := waitEnd(); end.How != httpmsg.TunnelServerClosed {
+		t.Errorf("a server's reset ended the tunnel as %q, want %q", end.How, httpmsg.TunnelServerClosed)
+	}
+	client.Close()
+
+	client, up = openTunnel(t, e, u)
+	client.Close()
+	waitEOF(t, up)
+	up.Close()
+	if end := waitEnd(); end.How != httpmsg.TunnelClientClosed {
+		t.Errorf("a client's close ended the tunnel as %q, want %q", end.How, httpmsg.TunnelClientClosed)
 	}
 }
