@@ -414,7 +414,9 @@ type Route struct {
 	// pool's response_timeout for this route's requests. Default 0: the
 	// pool's.
 	ResponseTimeout time.Duration
-	Pos             Pos
+	// Mirrors are the route's `mirror` lines, in file order.
+	Mirrors []Mirror
+	Pos     Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`

@@ -11,6 +11,7 @@ const (
 	baseListen   = "listen web {\n  addr :80\n  %s\n}\nupstream u { server a:1 }\nroute r { match Path(`/`); to u }\n"
 	baseUpstream = "listen web { addr :80 }\nupstream u {\n  server a:1\n  %s\n}\nroute r { match Path(`/`); to u }\n"
 	baseRoute    = "listen web { addr :80 }\nupstream u { server a:1 }\nroute r {\n  match Path(`/`)\n  %s\n}\n"
+	baseMirror   = "listen web { addr :80 }\nupstream u { server a:1 }\nupstream m { server b:1 }\nroute r {\n  match Path(`/`)\n  %s\n}\n"
 	baseTop      = "listen web { addr :80 }\nupstream u { server a:1 }\nroute r { match Path(`/`); to u }\n%s\n"
 )
 
@@ -178,6 +179,17 @@ func TestDirectives(t *testing.T) {
 		// route
 		{desc: "to", base: baseRoute, line: "to u", check: func(c *Config) bool { return c.Routes[0].Upstream == "u" }},
 		{desc: "to unknown", base: baseRoute, line: "to v", err: `5:6: unknown upstream "v" (defined: u)`},
+		{desc: "mirror", base: baseMirror, line: "to u; mirror m 10%", check: func(c *Config) bool {
+			ms := c.Routes[0].Mirrors
+			return len(ms) == 1 && ms[0].Upstream == "m" && ms[0].Percent == 10
+		}},
+		{desc: "mirror all", base: baseMirror, line: "mirror m; to u", check: func(c *Config) bool { return c.Routes[0].Mirrors[0].Percent == 100 }},
+		{desc: "mirror unknown", base: baseMirror, line: "to u; mirror v", err: `6:16: unknown upstream "v" (defined: u, m)`},
+		{desc: "mirror own upstream", base: baseMirror, line: "mirror u; to u", err: `6:10: mirror "u" is the route's own upstream`},
+		{desc: "mirror twice", base: baseMirror, line: "to u; mirror m 5%; mirror m", err: `6:29: mirror "m" is listed twice`},
+		{desc: "mirror percent", base: baseMirror, line: "to u; mirror m 0%", err: `6:18: mirror: 0% is out of range`},
+		{desc: "mirror percent word", base: baseMirror, line: "to u; mirror m half", err: `6:18: mirror: invalid percentage "half"`},
+		{desc: "mirror without to", base: baseMirror, line: "respond 200; mirror m", err: `6:23: mirror "m" on route "r", which does not forward`},
 		{desc: "priority", base: baseRoute, line: "to u; priority -3", check: func(c *Config) bool { return c.Routes[0].Priority == -3 }},
 		{desc: "priority bad", base: baseRoute, line: "to u; priority high", err: `5:18: priority: invalid number "high"`},
 		{desc: "listeners", base: baseRoute, line: "to u; listeners web", check: func(c *Config) bool { return c.Routes[0].Listeners[0] == "web" }},

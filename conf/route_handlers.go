@@ -44,6 +44,8 @@ type draft struct {
 	streamBody  bool // request_buffering off
 	terminate   bool // tcp route: tls terminate
 	respTimeout time.Duration
+	mirrors     []Mirror
+	mirrorPos   []routes.Pos
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -58,9 +60,10 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	default:
 		b.errorf(d.Pos, "route %q has neither `to UPSTREAM` nor a respond or redirect line", r.name)
 	}
+	b.checkMirrors(r)
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Mirrors: r.mirrors, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -106,6 +109,7 @@ var tcpRouteTable = table[*draft]{
 }
 
 var routeTable = table[*draft]{
+	"mirror":                 mirror,
 	"response_timeout":       func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout) },
 	"match":                  match,
 	"to":                     to,

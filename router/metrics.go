@@ -38,7 +38,7 @@ type Metrics struct {
 	buffers   func() bodybuf.Stats             // the router's body buffers
 	jwks      func() map[jwksKey]*jwt.Remote   // the router's key sets from URLs
 
-	retries, budget, overLimit, state, inFlight, ejections, transitions *prometheus.Desc
+	retries, budget, overLimit, mirrored, state, inFlight, ejections, transitions *prometheus.Desc
 
 	bufBytes, bufSpills, bufOverflows *prometheus.Desc
 
@@ -60,6 +60,9 @@ func NewMetrics() *Metrics {
 		upstreams: map[string]*upstreamStats{},
 		retries: prometheus.NewDesc("edgeway_upstream_retries_total",
 			"Tries sent again to another server, by upstream.", []string{"upstream"}, nil),
+		mirrored: prometheus.NewDesc("edgeway_upstream_mirror_requests_total",
+			"Copies of requests routes mirror to this upstream, by result (sent: answered; failed: no server or no valid answer; dropped: too many copies in flight; skipped: a body that could not be copied).",
+			[]string{"upstream", "result"}, nil),
 		budget: prometheus.NewDesc("edgeway_upstream_retry_budget_exhausted_total",
 			"Retries not made because the upstream's retry budget was spent, by upstream.", []string{"upstream"}, nil),
 		overLimit: prometheus.NewDesc("edgeway_upstream_limit_rejected_total",
@@ -190,6 +193,7 @@ type serverKey struct{ upstream, addr string }
 type upstreamStats struct {
 	retries, budgetExhausted atomic.Uint64
 	overLimit                [len(limits)]atomic.Uint64
+	mirror                   [numMirrorResults]atomic.Uint64 // copies routes sent here (mirror)
 }
 
 // limits are the pool limits that refuse a request (label values).
@@ -296,7 +300,7 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
-		m.retries, m.budget, m.overLimit, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions, jwksFetches,
+		m.retries, m.budget, m.overLimit, m.mirrored, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions, jwksFetches,
 		m.bufBytes, m.bufSpills, m.bufOverflows} {
 		ch <- d
 	}
@@ -334,6 +338,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for name, u := range m.upstreams {
 		ch <- prometheus.MustNewConstMetric(m.retries, prometheus.CounterValue, float64(u.retries.Load()), name)
 		ch <- prometheus.MustNewConstMetric(m.budget, prometheus.CounterValue, float64(u.budgetExhausted.Load()), name)
+		for i, r := range mirrorResults {
+			if n := u.mirror[i].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(m.mirrored, prometheus.CounterValue, float64(n), name, r)
+			}
+		}
 		for i, l := range limits {
 			if n := u.overLimit[i].Load(); n > 0 || i == 0 {
 				ch <- prometheus.MustNewConstMetric(m.overLimit, prometheus.CounterValue, float64(n), name, l)

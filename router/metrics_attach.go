@@ -23,6 +23,12 @@ func (s *Snapshot) attachMetrics(m *Metrics) {
 		hl.routeStats = make([]*routeStats, len(hl.routes))
 		for i, rt := range hl.routes {
 			hl.routeStats[i] = m.route(hl.stats, rt.name)
+			for _, mr := range rt.mirrors {
+				if ups[mr.upstream] == nil {
+					ups[mr.upstream] = m.upstream(mr.upstream)
+				}
+				mr.stats = ups[mr.upstream]
+			}
 			if rt.pool == nil {
 				continue
 			}

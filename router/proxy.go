@@ -30,6 +30,9 @@ func (x *exchange) forward() {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
+	if x.rt.mirrors != nil {
+		x.mirror()
+	}
 	if pol := pool.Retry(); x.out.Body != nil && x.bufState == bufNone && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
 		if err := x.keepBody(pol.BodyBuffer); err != nil {
 			x.proxyError(&httpclient.BodyError{Err: err}) // nothing was forwarded

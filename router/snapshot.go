@@ -69,6 +69,7 @@ type route struct {
 	streamBody bool
 	// respTimeout: the route's response_timeout; 0: the pool's.
 	respTimeout time.Duration
+	mirrors     []*mirror // nil: none
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -116,7 +117,8 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
-			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout}
+			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout,
+			mirrors: compileMirrors(rc.Mirrors)}
 	}
 	return routes, nil
 }
@@ -184,6 +186,9 @@ func (s *Snapshot) attach(pools map[string]*upstream.Pool) {
 	for _, hl := range s.http {
 		for _, rt := range hl.routes {
 			rt.pool = pools[rt.upstream]
+			for _, m := range rt.mirrors {
+				m.pool = pools[m.upstream]
+			}
 		}
 	}
 }

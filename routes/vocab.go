@@ -307,6 +307,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 		Spec{Name: "request_buffering", Usage: "on|off", Min: 1, Max: 1},
 		Spec{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		Spec{Name: "mirror", Usage: "UPSTREAM [PERCENT]", Min: 1, Max: 2, Repeat: true},
 	),
 	CORSBlock: {
 		{Name: "origins", Usage: "ORIGIN...|*", Min: 1, Max: -1, Repeat: true},
