@@ -161,9 +161,10 @@ func (tk *TicketKeys) open(v []byte) (*ticketRecord, error) {
 	return &r, nil
 }
 
-// rotateLoop rotates when the record's period has passed (with up to 2 s
-// of jitter, an eighth of the period when shorter, so instances rarely race; the compare-and-swap settles the
-// races that remain), and makes the first record.
+// rotateLoop makes the first record, then rotates each time the record's
+// period has passed, with a jitter of up to 2 s (an eighth of the period
+// when shorter) so that instances rarely race; the compare-and-swap
+// settles the races that remain. It starts after the first full read.
 func (tk *TicketKeys) rotateLoop() {
 	for {
 		select {
@@ -262,8 +263,9 @@ func (tk *TicketKeys) waitNewer(ctx context.Context, rev int64) error {
 }
 
 // outage rotates locally when etcd has been unreachable for more than two
-// periods past the last rotation: resumption across instances stops until
-// etcd returns, but no key seals for longer than it should.
+// periods past the last rotation, then once a period: resumption across
+// instances stops until etcd returns, but no key seals for much longer
+// than it should.
 func (tk *TicketKeys) outage(err error) {
 	r := tk.rec.Load()
 	last := time.Time{}
@@ -272,10 +274,11 @@ func (tk *TicketKeys) outage(err error) {
 	}
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
-	if tk.local.After(last) {
-		last = tk.local
+	limit := 2 * tk.period
+	if tk.local.After(last) { // already rotating locally: once a period
+		last, limit = tk.local, tk.period
 	}
-	if r == nil || time.Since(last) < 2*tk.period {
+	if r == nil || time.Since(last) < limit {
 		return
 	}
 	keys := tk.localKeys

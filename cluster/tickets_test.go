@@ -153,3 +153,33 @@ func TestTicketKeysRotateOncePerPeriod(t *testing.T) {
 		}
 	}
 }
+
+// TestTicketKeysRotateLocallyDuringLongOutage: with etcd gone for more
+// than two periods a node rotates its keys itself (its sealing key is no
+// longer one of the cluster record's); once etcd is back it takes the
+// cluster's keys again.
+func TestTicketKeysRotateLocallyDuringLongOutage(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	const period = time.Second
+	n := startNode(t, testConfig(t, srv, "a", 1))
+	s := &ticketSink{}
+	tk := n.TicketKeys(period, s.set)
+	testutil.Eventually(t, 20*time.Second, func() bool { return tk.rev.Load() != 0 && len(s.get()) >= 2 }, "the first record")
+	srv.Kill()
+	inRecord := func(k [32]byte) bool {
+		for _, rk := range tk.rec.Load().Keys {
+			if rk == k {
+				return true
+			}
+		}
+		return false
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return !inRecord(s.get()[0]) },
+		"a local rotation after two periods without etcd")
+	srv.Restart()
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		k := s.get()
+		return inRecord(k[0]) && sameKeys(k, tk.rec.Load().sealing())
+	}, "the cluster's keys again once etcd is back")
+}
