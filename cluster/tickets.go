@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/edgeway/edgeway/internal/atomicfile"
 )
 
 // ticketKeysKept is how many keys a record holds: next (published a
@@ -73,6 +76,7 @@ func randomKey() [32]byte {
 type TicketKeys struct {
 	n      *Node
 	period time.Duration
+	cache  string // the sealed record on disk; "" for none
 	set    func([][32]byte)
 
 	rec  atomic.Pointer[ticketRecord] // nil until read
@@ -89,9 +93,13 @@ const ticketKeysKey = "ticket-keys"
 
 // TicketKeys starts following and rotating the cluster's session ticket
 // keys, rotated every period; set receives the keys, first the sealing
-// one, each time they change (from one goroutine).
-func (n *Node) TicketKeys(period time.Duration, set func([][32]byte)) *TicketKeys {
-	tk := &TicketKeys{n: n, period: period, set: set, seen: make(chan struct{}, 1)}
+// one, each time they change (never concurrently). cacheFile ("" for
+// none) keeps the record as etcd holds it (sealed), rewritten on each
+// change and read here first, so that an instance restarted while etcd
+// is unreachable resumes the tickets the others issued.
+func (n *Node) TicketKeys(period time.Duration, cacheFile string, set func([][32]byte)) *TicketKeys {
+	tk := &TicketKeys{n: n, period: period, cache: cacheFile, set: set, seen: make(chan struct{}, 1)}
+	tk.readCache()
 	n.Follow("tls", tk)
 	n.wg.Add(1)
 	go func() {
@@ -137,6 +145,33 @@ func (tk *TicketKeys) Change(ev Event) {
 	tk.rev.Store(ev.ModRevision)
 	tk.set(r.sealing())
 	tk.notify()
+	if tk.cache != "" {
+		if err := atomicfile.Write(tk.cache, ev.Value); err != nil {
+			tk.n.log.Warn("cluster: writing the ticket key cache", "file", tk.cache, "err", err)
+		}
+	}
+}
+
+// readCache starts from the cached record, when there is one (its
+// revision stays 0: only etcd's record is rotated from).
+func (tk *TicketKeys) readCache() {
+	if tk.cache == "" {
+		return
+	}
+	b, err := os.ReadFile(tk.cache)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	var r *ticketRecord
+	if err == nil {
+		r, err = tk.open(b)
+	}
+	if err != nil {
+		tk.n.log.Warn("cluster: ticket key cache unreadable; waiting for etcd", "file", tk.cache, "err", err)
+		return
+	}
+	tk.rec.Store(r)
+	tk.set(r.sealing())
 }
 
 func (tk *TicketKeys) notify() {

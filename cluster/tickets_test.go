@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,7 +62,7 @@ func TestTicketKeysShared(t *testing.T) {
 		n := startNode(t, testConfig(t, srv, name, 1))
 		s := &ticketSink{}
 		nodes, sinks = append(nodes, n), append(sinks, s)
-		tks = append(tks, n.TicketKeys(time.Hour, s.set))
+		tks = append(tks, n.TicketKeys(time.Hour, "", s.set))
 	}
 	allSame := func() bool {
 		k := sinks[0].get()
@@ -122,7 +124,7 @@ func TestTicketKeysRotateOncePerPeriod(t *testing.T) {
 	var first *Node
 	for _, name := range []string{"a", "b", "c"} {
 		n := startNode(t, testConfig(t, srv, name, 1))
-		n.TicketKeys(period, func([][32]byte) {})
+		n.TicketKeys(period, "", func([][32]byte) {})
 		if first == nil {
 			first = n
 		}
@@ -164,7 +166,7 @@ func TestTicketKeysRotateLocallyDuringLongOutage(t *testing.T) {
 	const period = time.Second
 	n := startNode(t, testConfig(t, srv, "a", 1))
 	s := &ticketSink{}
-	tk := n.TicketKeys(period, s.set)
+	tk := n.TicketKeys(period, "", s.set)
 	testutil.Eventually(t, 20*time.Second, func() bool { return tk.rev.Load() != 0 && len(s.get()) >= 2 }, "the first record")
 	srv.Kill()
 	inRecord := func(k [32]byte) bool {
@@ -182,4 +184,36 @@ func TestTicketKeysRotateLocallyDuringLongOutage(t *testing.T) {
 		k := s.get()
 		return inRecord(k[0]) && sameKeys(k, tk.rec.Load().sealing())
 	}, "the cluster's keys again once etcd is back")
+}
+
+// TestTicketKeysCacheAcrossRestartDuringOutage: a node restarted while
+// etcd is down starts with the cluster's keys from its sealed cache.
+func TestTicketKeysCacheAcrossRestartDuringOutage(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	cfg := testConfig(t, srv, "a", 1)
+	cache := filepath.Join(t.TempDir(), "ticket-keys.sealed")
+	n := startNode(t, cfg)
+	s := &ticketSink{}
+	tk := n.TicketKeys(time.Hour, cache, s.set)
+	testutil.Eventually(t, 20*time.Second, func() bool { return tk.rev.Load() != 0 && len(s.get()) >= 2 }, "the first record")
+	want := s.get()
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := os.Stat(cache); return err == nil }, "the cache is written")
+	b, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range want {
+		if bytes.Contains(b, k[:]) {
+			t.Fatal("the cache holds a ticket key in clear")
+		}
+	}
+	srv.Kill()
+	n.Close()
+	again := startNode(t, cfg)
+	s2 := &ticketSink{}
+	again.TicketKeys(time.Hour, cache, s2.set)
+	if got := s2.get(); !sameKeys(got, want) {
+		t.Fatalf("restarted during the outage with keys %d, want the cluster's %d from the cache", len(got), len(want))
+	}
 }

@@ -110,7 +110,7 @@ func (c *clusterTrio) clusterTicketNode(t *testing.T, ccfg conf.Cluster) (*clust
 		t.Fatalf("cluster.Start: %v", err)
 	}
 	t.Cleanup(n.Close)
-	return n, n.TicketKeys(time.Hour, func([][32]byte) {})
+	return n, n.TicketKeys(time.Hour, "", func([][32]byte) {})
 }
 
 // TestClusterTicketResumption: a session ticket issued by any instance

@@ -39,6 +39,10 @@ type clusterState struct {
 // the state directory, read at start while etcd is unreachable.
 const overridesCacheFile = "cluster-overrides.sealed"
 
+// ticketKeysCacheFile is the cluster's session ticket key record as etcd
+// holds it (sealed), read at start while etcd is unreachable.
+const ticketKeysCacheFile = "cluster-ticket-keys.sealed"
+
 // startCluster joins the cluster when the configuration has a cluster
 // block, and starts applying the cluster's overrides to the pools.
 func (d *daemon) startCluster() error {
@@ -56,13 +60,13 @@ func (d *daemon) startCluster() error {
 	cs := &clusterState{node: n}
 	d.cluster = cs
 	d.members.Store(n)
-	cache := ""
+	cache, ticketCache := "", ""
 	if dir := d.stateDir(); dir != "" {
-		cache = filepath.Join(dir, overridesCacheFile)
+		cache, ticketCache = filepath.Join(dir, overridesCacheFile), filepath.Join(dir, ticketKeysCacheFile)
 	}
 	cs.overrides = n.Overrides(cache, d.applyClusterOverrides)
 	if stores := d.ticketStores(); len(stores) > 0 {
-		n.TicketKeys(clusterTicketPeriod(d.cfg), func(keys [][32]byte) {
+		n.TicketKeys(clusterTicketPeriod(d.cfg), ticketCache, func(keys [][32]byte) {
 			for _, s := range stores {
 				s.SetTicketKeys(keys)
 			}
