@@ -202,8 +202,11 @@ func (s *ACMEStore) Lock(ctx context.Context, key string) (acme.Lock, error) {
 		case <-wctx.Done():
 		}
 	}()
+	began := time.Now()
 	err = m.Lock(wctx)
 	cancel()
+	s.n.Metrics.LockWaits.Add(1)
+	s.n.Metrics.LockWaitNs.Add(int64(time.Since(began)))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: acme lock %s: %w", key, err)
 	}

@@ -119,6 +119,11 @@ func TestACMEStoreLock(t *testing.T) {
 	if err := b.PutLocked(ctx, lb, "ca/certs/x.test.crt", []byte("b")); err != nil {
 		t.Fatal(err)
 	}
+	// b waited twice (500 ms, then until the revocation): the lock wait
+	// metric counts both and their time.
+	if n, ns := b.n.Metrics.LockWaits.Load(), b.n.Metrics.LockWaitNs.Load(); n != 2 || time.Duration(ns) < 500*time.Millisecond {
+		t.Errorf("b's lock waits: %d, %s; want 2 and at least 500ms", n, time.Duration(ns))
+	}
 	// The stale write of a did not land over b's.
 	if v, _ := b.Get(ctx, "ca/certs/x.test.crt"); string(v) != "b" {
 		t.Fatalf("value %q, want b's", v)

@@ -77,6 +77,8 @@ type Metrics struct {
 	Resyncs      atomic.Int64 // full re-reads of a prefix after a watch error, compaction or new session
 	FailedWrites atomic.Int64 // writes refused because etcd could not be reached
 	LastSync     atomic.Int64 // unix nanoseconds of the last full read or watch event
+	LockWaits    atomic.Int64 // lock acquisitions waited for (taken or not)
+	LockWaitNs   atomic.Int64 // nanoseconds spent in them
 }
 
 // Start connects to etcd with cfg, reads the key file and checks it

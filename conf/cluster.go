@@ -63,7 +63,7 @@ const (
 
 var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,63}$`)
 
-func clusterDirective(b *builder, _ *routes.File, d *routes.Directive) {
+func clusterDirective(b *builder, f *routes.File, d *routes.Directive) {
 	c := &Cluster{Prefix: DefaultClusterPrefix, LeaseTTL: DefaultLeaseTTL, Pos: b.pos(d.Pos)}
 	run(b, clusterTable, c, d.Block.Directives)
 	if !hasDirective(d, "etcd") {
@@ -83,7 +83,28 @@ func clusterDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	if t := findDirective(d, "tls"); t != nil && c.TLS != nil {
 		b.clusterTLSChecks(c, t)
 	}
+	b.warnUnusedStorage(f)
 	b.cfg.Cluster = c
+}
+
+// warnUnusedStorage warns at an acme block's storage line in the same
+// file: beside a cluster block the ACME state lives in etcd and the folder
+// is not read (`edgeway cluster import` moves it there once).
+func (b *builder) warnUnusedStorage(f *routes.File) {
+	if f == nil {
+		return
+	}
+	for _, t := range f.Directives {
+		if t.Name != "tls" || t.Block == nil {
+			continue
+		}
+		if a := findDirective(t, "acme"); a != nil && a.Block != nil {
+			if s := findDirective(a, "storage"); s != nil {
+				b.warnf(s.Pos, "storage: not used beside a cluster block (the ACME state lives in etcd; "+
+					"edgeway cluster import -c FILE DIR moves an existing folder there)")
+			}
+		}
+	}
 }
 
 var clusterTable = table[*Cluster]{

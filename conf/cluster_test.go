@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,5 +72,31 @@ func TestNoClusterBlock(t *testing.T) {
 	}
 	if cfg.Cluster != nil {
 		t.Fatalf("Cluster = %+v without a cluster block, want nil", cfg.Cluster)
+	}
+}
+
+// An acme block's storage beside a cluster block is not read: a warning
+// at its line says so (and where the state lives instead).
+func TestClusterWarnsUnusedACMEStorage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := "tls {\n  self_signed a.test\n  acme {\n    accept_terms on\n    storage " + dir + "\n  }\n}\n" +
+		"upstream u { server a:1 }\nroute r { match Path(`/`); to u }\ncluster {\n  etcd http://127.0.0.1:2379; key_file k; name e1\n}\n"
+	main := filepath.Join(dir, "main.conf")
+	if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range cfg.Warnings {
+		if strings.Contains(w.String(), "storage") {
+			got = append(got, w.String())
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "main.conf:5:5: storage: not used beside a cluster block") {
+		t.Fatalf("storage warnings = %q, want one at main.conf:5:5", got)
 	}
 }

@@ -69,5 +69,7 @@
 // through WrapSession/UnwrapSession, in the standard crypto/tls ticket
 // format, so a rotation reaches every config and its clones at once (no
 // list of configs to update). With session_tickets off, configs set
-// SessionTicketsDisabled.
+// SessionTicketsDisabled. Instances that share their keys (a cluster
+// block) feed them through SetTicketKeys, which ends the local rotation:
+// the cluster rotates once per period for every instance.
 package edgetls

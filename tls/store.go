@@ -51,6 +51,7 @@ type Store struct {
 	states    map[[32]byte]*certState // by chain hash, those published
 	rotStop   context.CancelFunc      // the ticket rotation loop
 	rotEvery  time.Duration
+	keysFed   bool // SetTicketKeys was called: no local rotation
 
 	acme acmeState // TLS-ALPN-01 challenges and renewal status (acme.go)
 }

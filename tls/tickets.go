@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"slices"
 	"sync"
 	"time"
 )
@@ -44,6 +45,35 @@ func (t *ticketKeys) rotate() {
 	t.holder.SetSessionTicketKeys(t.keys)
 }
 
+// set replaces the keys with keys (newest first, the first seals).
+func (t *ticketKeys) set(keys [][32]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.keys = slices.Clone(keys)
+	t.holder.SetSessionTicketKeys(t.keys)
+}
+
+// SetTicketKeys makes keys the session ticket keys of every config the
+// store built or builds: the first seals new tickets, each one opens
+// them. It is how instances that share their keys (a cluster block) make
+// a ticket from one instance resume on another. From the first call on
+// the store no longer rotates keys itself: the caller does, for as long
+// as the store lives (a reload does not restart the local rotation). A
+// call with no keys is ignored.
+func (s *Store) SetTicketKeys(keys [][32]byte) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.keysFed = true
+	if s.rotStop != nil {
+		s.rotStop()
+		s.rotStop = nil
+	}
+	s.mu.Unlock()
+	s.tickets.set(keys)
+}
+
 func (t *ticketKeys) wrap(cs tls.ConnectionState, ss *tls.SessionState) ([]byte, error) {
 	return t.holder.EncryptTicket(cs, ss)
 }
@@ -55,8 +85,12 @@ func (t *ticketKeys) unwrap(identity []byte, cs tls.ConnectionState) (*tls.Sessi
 }
 
 // startRotationLocked (re)starts the rotation loop when the interval of
-// the settings differs from the running one.
+// the settings differs from the running one, unless SetTicketKeys took
+// the keys over.
 func (s *Store) startRotationLocked() {
+	if s.keysFed {
+		return
+	}
 	every := s.settings.rotation
 	if s.rotStop != nil && s.rotEvery == every {
 		return

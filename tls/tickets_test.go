@@ -119,3 +119,39 @@ func TestRotationLoop(t *testing.T) {
 		t.Errorf("rotation interval after reload = %v, want %v", every, DefaultTicketRotation)
 	}
 }
+
+// Keys set from outside are shared: a ticket from one store resumes on
+// another store given the same keys, a rotation done by the caller keeps
+// older tickets open while their key is kept, and the local loop stops.
+func TestSetTicketKeysSharedBetweenStores(t *testing.T) {
+	a, srvA := ticketStore(t, true, 10*time.Millisecond)
+	b, srvB := ticketStore(t, true, time.Hour)
+	k1, k2, k3 := [32]byte{1}, [32]byte{2}, [32]byte{3}
+	a.SetTicketKeys([][32]byte{k1, k2})
+	b.SetTicketKeys([][32]byte{k1, k2})
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		cfg := &tls.Config{ServerName: "t.test", InsecureSkipVerify: true, MaxVersion: v,
+			ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+		if cs, err := handshake(t, srvA.addr, cfg); err != nil || cs.DidResume {
+			t.Fatalf("version %x: first handshake on a: %v, resumed %v", v, err, cs.DidResume)
+		}
+		b.SetTicketKeys([][32]byte{k2, k3, k1}) // the caller rotated: k1 still opens
+		cs, err := handshake(t, srvB.addr, cfg)
+		if err != nil || !cs.DidResume {
+			t.Errorf("version %x: a ticket from a did not resume on b (%v)", v, err)
+		}
+		b.SetTicketKeys([][32]byte{k1, k2})
+	}
+	if got := a.tickets.current(); got != k1 {
+		t.Errorf("a's sealing key changed to %x after SetTicketKeys: the local rotation still runs", got[:4])
+	}
+	if err := a.Load(&conf.TLSStore{SelfSigned: []string{"t.test"}, SessionTickets: true, TicketRotation: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	loop := a.rotStop != nil
+	a.mu.Unlock()
+	if loop {
+		t.Error("a reload restarted the local rotation after SetTicketKeys")
+	}
+}

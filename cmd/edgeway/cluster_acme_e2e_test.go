@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/edgeway/edgeway/acme/acmetest"
+	"github.com/edgeway/edgeway/cluster"
+	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/etcdtest"
 	"github.com/edgeway/edgeway/internal/testutil"
 )
@@ -142,6 +143,7 @@ type clusterACME struct {
 	tlsAddrs []string
 	lb       *roundRobin // HTTP-01 validations
 	lbTLS    *roundRobin // TLS-ALPN-01 validations
+	keyFile  string      // the cluster key
 }
 
 type clusterInstance struct {
@@ -165,6 +167,7 @@ func newClusterACMEWith(t *testing.T, challenges string, names []string, po ...a
 	c := &clusterACME{etcd: etcdtest.Start(t), names: names}
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "cluster.key")
+	c.keyFile = keyFile
 	if err := os.WriteFile(keyFile, bytes.Repeat([]byte{9}, 32), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -289,33 +292,19 @@ func (c *clusterACME) waitSameSerials(t *testing.T, skip int, timeout time.Durat
 	return serials
 }
 
-// checkSealed reads every value in etcd: none holds a private key in
-// clear, and the account key and each name's key are there.
+// checkSealed reads every value in etcd under the cluster's prefix: none
+// holds a private key or a ticket key in clear, and the account key and
+// each name's key are there (clusterCheckSealed, through a node of the
+// cluster that can open the ticket key record).
 func (c *clusterACME) checkSealed(t *testing.T) {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.etcd.Endpoints(), DialTimeout: 5 * time.Second})
+	n, err := cluster.Start(context.Background(), conf.Cluster{Etcd: c.etcd.Endpoints(), Prefix: "/edgeway/e2e", Name: "checker",
+		KeyFile: c.keyFile, LeaseTTL: 5 * time.Second}, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("cluster.Start: %v", err)
 	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := cli.Get(ctx, "", clientv3.WithFromKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := 0
-	for _, kv := range res.Kvs {
-		if strings.Contains(string(kv.Key), "/acme/") && strings.HasSuffix(string(kv.Key), ".key") {
-			keys++
-		}
-		if bytes.Contains(kv.Value, []byte("PRIVATE KEY")) {
-			t.Errorf("%s holds a private key in clear", kv.Key)
-		}
-	}
-	if keys < len(c.names)+1 {
-		t.Errorf("%d key values in etcd, want at least %d (the account's and one per name)", keys, len(c.names)+1)
-	}
+	defer n.Close()
+	clusterCheckSealed(t, n, len(c.names)+1)
 }
 
 // TestClusterACMEOneOrderPerName: three instances on one etcd start at

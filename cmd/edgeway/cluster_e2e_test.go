@@ -22,11 +22,35 @@ type clusterTrio struct {
 	files map[string]string
 	dirs  []string
 	inst  []*adminEdgeway
+	opts  clusterTrioOptions
+}
+
+// clusterTrioOptions vary the trio's main files.
+type clusterTrioOptions struct {
+	// etcd is the etcd server; nil starts a plaintext one.
+	etcd *etcdtest.Server
+	// main is added to each main file (a tls block, a listener).
+	main string
+	// block is added inside each cluster block (a tls block).
+	block string
 }
 
 func startClusterTrio(t *testing.T) (*clusterTrio, string) {
 	t.Helper()
-	c := &clusterTrio{etcd: etcdtest.Start(t)}
+	return startClusterTrioWith(t, clusterTrioOptions{})
+}
+
+// startClusterTrioWith starts the trio with o; it returns the address of
+// the second server of pool u (the one the tests PATCH).
+func startClusterTrioWith(t *testing.T, o clusterTrioOptions) (*clusterTrio, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd and three edgeway processes")
+	}
+	if o.etcd == nil {
+		o.etcd = etcdtest.Start(t)
+	}
+	c := &clusterTrio{etcd: o.etcd, opts: o}
 	c.key = filepath.Join(t.TempDir(), "cluster.key")
 	if err := os.WriteFile(c.key, bytes.Repeat([]byte{0x5a}, 32), 0o600); err != nil {
 		t.Fatal(err)
@@ -44,8 +68,8 @@ func startClusterTrio(t *testing.T) (*clusterTrio, string) {
 // start starts instance i (again) in its folder.
 func (c *clusterTrio) start(t *testing.T, i int) *adminEdgeway {
 	t.Helper()
-	block := fmt.Sprintf("cluster {\n  etcd %s\n  prefix /edgeway/e2e\n  name e%d\n  key_file %q\n  lease_ttl 5s\n}\n",
-		c.etcd.Endpoints()[0], i+1, c.key)
+	block := fmt.Sprintf("cluster {\n  etcd %s\n  prefix /edgeway/e2e\n  name e%d\n  key_file %q\n  lease_ttl 5s\n%s}\n%s",
+		c.etcd.Endpoints()[0], i+1, c.key, c.opts.block, c.opts.main)
 	return startAdminIn(t, c.dirs[i], "state_dir "+filepath.Join(c.dirs[i], "state"), block, c.files)
 }
 

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/edgeway/edgeway/admin"
 	"github.com/edgeway/edgeway/cluster"
 	"github.com/edgeway/edgeway/conf"
+	edgetls "github.com/edgeway/edgeway/tls"
 	"github.com/edgeway/edgeway/upstream"
 )
 
@@ -36,6 +39,10 @@ type clusterState struct {
 // the state directory, read at start while etcd is unreachable.
 const overridesCacheFile = "cluster-overrides.sealed"
 
+// ticketKeysCacheFile is the cluster's session ticket key record as etcd
+// holds it (sealed), read at start while etcd is unreachable.
+const ticketKeysCacheFile = "cluster-ticket-keys.sealed"
+
 // startCluster joins the cluster when the configuration has a cluster
 // block, and starts applying the cluster's overrides to the pools.
 func (d *daemon) startCluster() error {
@@ -53,13 +60,45 @@ func (d *daemon) startCluster() error {
 	cs := &clusterState{node: n}
 	d.cluster = cs
 	d.members.Store(n)
-	cache := ""
+	cache, ticketCache := "", ""
 	if dir := d.stateDir(); dir != "" {
-		cache = filepath.Join(dir, overridesCacheFile)
+		cache, ticketCache = filepath.Join(dir, overridesCacheFile), filepath.Join(dir, ticketKeysCacheFile)
 	}
 	cs.overrides = n.Overrides(cache, d.applyClusterOverrides)
+	if stores := d.ticketStores(); len(stores) > 0 {
+		n.TicketKeys(clusterTicketPeriod(d.cfg), ticketCache, func(keys [][32]byte) {
+			for _, s := range stores {
+				s.SetTicketKeys(keys)
+			}
+		})
+	}
+	d.registerClusterMetrics(n)
 	d.log.Info("cluster joined", "name", n.Name(), "etcd", strings.Join(c.Etcd, " "), "connected", n.Connected())
 	return nil
+}
+
+// ticketStores are the certificate stores whose session ticket keys the
+// cluster shares: the tls block's and each listener's own (all made at
+// start, so the list does not change).
+func (d *daemon) ticketStores() []*edgetls.Store {
+	var out []*edgetls.Store
+	if d.store != nil {
+		out = append(out, d.store)
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.own)) {
+		out = append(out, d.own[name])
+	}
+	return out
+}
+
+// clusterTicketPeriod is the cluster's ticket key rotation period: the tls
+// block's ticket_rotation (12h by default). Every instance should set the
+// same; each schedules from the record's last rotation with its own.
+func clusterTicketPeriod(cfg *conf.Config) time.Duration {
+	if cfg.TLS != nil && cfg.TLS.TicketRotation > 0 {
+		return cfg.TLS.TicketRotation
+	}
+	return edgetls.DefaultTicketRotation
 }
 
 // liveMembers is the number of live instances that share each rate limit:

@@ -8,7 +8,6 @@ package etcdtest
 
 import (
 	"fmt"
-	"github.com/edgeway/edgeway/internal/panics"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/internal/testutil"
 )
 
@@ -186,4 +186,15 @@ func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
 	s.start()
+}
+
+// ClientCert issues a client certificate for user (its CN, the etcd user
+// name under --client-cert-auth) signed by the server's CA, in a folder of
+// its own, and returns the files. It needs StartWith(Options{TLS: true}).
+func (s *Server) ClientCert(t testing.TB, user string) (certFile, keyFile string) {
+	t.Helper()
+	if s.CA == nil {
+		t.Fatal("etcdtest: ClientCert needs a TLS server")
+	}
+	return s.CA.IssueFiles(t, t.TempDir(), testutil.IssueOptions{Client: true}, user)
 }
