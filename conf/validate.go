@@ -57,6 +57,10 @@ func (b *builder) known(ns string) string {
 		for _, l := range b.cfg.Limits {
 			list = append(list, l.Name)
 		}
+	case "jwt policy":
+		for _, j := range b.cfg.JWTs {
+			list = append(list, j.Name)
+		}
 	}
 	if len(list) == 0 {
 		return " (none is defined)"

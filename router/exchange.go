@@ -64,6 +64,13 @@ type requestState struct {
 	// authFields are the fields forward_auth's answer grants upstream,
 	// claimFields those of the jwt policy's token.
 	authFields, claimFields []httpmsg.Field
+	// tok is the bearer token checked under one jwt policy (checkToken),
+	// for the JWTClaim matchers and the route's jwt step alike.
+	tok struct {
+		policy *jwtPolicy
+		result tokenResult
+		grant  jwtGrant
+	}
 	// slots are the max_in_flight places the request holds (released in
 	// finish).
 	slots  [maxHeldSlots]ratelimit.Slot
@@ -233,6 +240,9 @@ func (x *exchange) buildView() bool {
 		Header:     &x.hdr,
 		ClientIP:   x.peer,
 		ClientCert: r.ClientCert,
+	}
+	if x.l.jwts != nil { // a rule here asks JWTClaim; else no token is looked at
+		x.view.Token = x
 	}
 	return true
 }

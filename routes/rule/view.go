@@ -26,6 +26,8 @@ type HTTPRequest struct {
 	// ClientCert is the client certificate the listener verified
 	// (client_auth), for the ClientCert* matchers; nil: none.
 	ClientCert *x509.Certificate
+	// Token answers the JWTClaim matcher; nil: JWTClaim never matches.
+	Token TokenClaims
 }
 
 // TCPHello is the view of a TLS connection that TCP matchers read.
