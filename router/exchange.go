@@ -61,6 +61,9 @@ type requestState struct {
 	upStart  time.Time
 	upHead   time.Duration // the last try's wait for the response head
 	authUser string        // the user basic_auth verified; "" none
+	// certID is the client certificate's identity (certIdentityOf);
+	// nil: no certificate.
+	certID *certIdentity
 	// authFields are the fields forward_auth's answer grants upstream,
 	// claimFields those of the jwt policy's token.
 	authFields, claimFields []httpmsg.Field
@@ -240,6 +243,10 @@ func (x *exchange) buildView() bool {
 		Header:     &x.hdr,
 		ClientIP:   x.peer,
 		ClientCert: r.ClientCert,
+	}
+	if r.ClientCert != nil {
+		x.certID = certIdentityOf(r.ClientCert)
+		x.view.ClientID = x.certID.rule
 	}
 	if x.l.jwts != nil { // a rule here asks JWTClaim; else no token is looked at
 		x.view.Token = x
