@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	etest "github.com/edgeway/edgeway/internal/testutil"
+	"github.com/edgeway/edgeway/routes/rule"
 )
 
 // jwtClaimConfig: a named policy "idp" (audience api); route admin for
@@ -122,5 +123,51 @@ func TestJWTPolicyRoute(t *testing.T) {
 	resp, _ = do(t, nil, newReq(t, "GET", fe.URL+"/guarded", "Authorization", auth))
 	if resp.StatusCode != 200 || resp.Header.Get("X-Got-X-User") != "dave" {
 		t.Errorf("good token: %d, X-User %q", resp.StatusCode, resp.Header.Get("X-Got-X-User"))
+	}
+}
+
+func TestClaimHas(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc  string
+		claim any
+		value string
+		want  bool
+	}{
+		{"string equal", "admin", "admin", true},
+		{"string other", "admin", "Admin", false},
+		{"array holds it", []any{"dev", "ops"}, "ops", true},
+		{"array lacks it", []any{"dev", 7.0}, "7", false},
+		{"integer", 42.0, "42", true},
+		{"fraction", 1.5, "1.5", true},
+		{"boolean", true, "true", true},
+		{"boolean false", false, "true", false},
+		{"object", map[string]any{"a": "b"}, "b", false},
+		{"absent", nil, "x", false},
+	} {
+		if got := claimHas(c.claim, c.value); got != c.want {
+			t.Errorf("%s: claimHas(%v, %q) = %v, want %v", c.desc, c.claim, c.value, got, c.want)
+		}
+	}
+}
+
+// TestJWTPolicyExplained: explain names a route's named jwt policy, and
+// a JWTClaim route never matches explain's request (it has no token).
+func TestJWTPolicyExplained(t *testing.T) {
+	t.Parallel()
+	cfg := jwtClaimConfig(t, etest.NewJWTKey("k1"))
+	guarded := testRoute(t, "guarded", "Path(`/guarded`)", "c")
+	guarded.JWTPolicy = "idp"
+	cfg.Routes = append(cfg.Routes, guarded)
+	s, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := s.Explain("web", &rule.HTTPRequest{Method: "GET", Host: "a", Path: "/guarded"}, "/guarded", "")
+	if !ok || o.Route != "guarded" || len(o.Policies) != 1 || o.Policies[0] != "jwt idp" {
+		t.Errorf("explain /guarded: %+v", o)
+	}
+	if o, _ := s.Explain("web", &rule.HTTPRequest{Method: "GET", Host: "a", Path: "/x"}, "/x", ""); o.Route != "fallback" {
+		t.Errorf("explain /x: route %q, want the fallback (JWTClaim has no token to read)", o.Route)
 	}
 }

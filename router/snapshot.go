@@ -313,7 +313,9 @@ func policies(hl *httpListener, rt *route) []string {
 	if rt.fwdAuth != nil {
 		out = append(out, "forward_auth")
 	}
-	if rt.jwt != nil {
+	if rt.jwt != nil && rt.jwt.name != "" {
+		out = append(out, "jwt "+rt.jwt.name)
+	} else if rt.jwt != nil {
 		out = append(out, "jwt")
 	}
 	if rt.errorPages != nil || hl.errorPages != nil {

@@ -101,3 +101,41 @@ func TestJWTPolicies(t *testing.T) {
 		t.Error("a rule without JWTClaim names policies")
 	}
 }
+
+// FuzzJWTClaim: any three literals that parse as a JWTClaim call name
+// their policy back from JWTPolicies at the offset of the first literal,
+// and the compiled matcher asks the token source with exactly the
+// unquoted arguments.
+func FuzzJWTClaim(f *testing.F) {
+	f.Add("`idp`", "`role`", "`admin`")
+	f.Add(`"idp"`, `"https://example.com/roles"`, `"a\"b"`)
+	f.Add("`a`", "`b`", "``")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		text := "JWTClaim(" + a + ", " + b + ", " + c + ")"
+		r, err := Parse(HTTP, text)
+		if err != nil {
+			return
+		}
+		refs := r.JWTPolicies()
+		if len(refs) != 1 || refs[0].Offset != len("JWTClaim(") {
+			t.Fatalf("%s: refs %+v", text, refs)
+		}
+		f := &jwtClaimsAsk{}
+		r.MatchHTTP(&HTTPRequest{Token: f})
+		if f.policy != refs[0].Name || f.n != 1 {
+			t.Fatalf("%s: asked %d times for policy %q, JWTPolicies says %q", text, f.n, f.policy, refs[0].Name)
+		}
+	})
+}
+
+// jwtClaimsAsk records what JWTClaim asked.
+type jwtClaimsAsk struct {
+	policy, claim, value string
+	n                    int
+}
+
+func (a *jwtClaimsAsk) HasClaim(policy, claim, value string) bool {
+	a.policy, a.claim, a.value = policy, claim, value
+	a.n++
+	return false
+}
