@@ -126,7 +126,11 @@ func (x *exchange) verifyToken(p *jwtPolicy) (tokenResult, jwtGrant) {
 		return tokenNoKeys, jwtGrant{}
 	}
 	token := strings.TrimSpace(v[7:])
-	key := sha256.Sum256([]byte(token))
+	x.tokBuf = append(x.tokBuf[:0], token...) // hashed without a copy per request
+	key := sha256.Sum256(x.tokBuf)
+	if cap(x.tokBuf) > maxKeptBody {
+		x.tokBuf = nil // a pooled exchange keeps a small buffer only
+	}
 	now := time.Now()
 	if g, ok := p.cache.get(key, now); ok && g.keys == ks {
 		return tokenValid, g

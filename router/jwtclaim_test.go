@@ -2,11 +2,13 @@ package router
 
 import (
 	"encoding/base64"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 	etest "github.com/edgeway/edgeway/internal/testutil"
 	"github.com/edgeway/edgeway/routes/rule"
 )
@@ -169,5 +171,42 @@ func TestJWTPolicyExplained(t *testing.T) {
 	}
 	if o, _ := s.Explain("web", &rule.HTTPRequest{Method: "GET", Host: "a", Path: "/x"}, "/x", ""); o.Route != "fallback" {
 		t.Errorf("explain /x: route %q, want the fallback (JWTClaim has no token to read)", o.Route)
+	}
+}
+
+// BenchmarkJWTClaim is a request routed by JWTClaim with its route's
+// jwt_policy (one check, a cached grant after the first request), beside
+// the same listener without a JWTClaim rule ("no claim rule"): the token
+// is then not looked at.
+func BenchmarkJWTClaim(b *testing.B) {
+	k := etest.NewJWTKey("k1")
+	auth := "Bearer " + k.Sign(map[string]any{"sub": "alice", "role": "admin", "aud": "api", "exp": time.Now().Add(time.Hour).Unix()})
+	respond := conf.Middleware{Kind: conf.Respond, Code: 200}
+	policy := []conf.JWT{{Name: "idp", JWKS: []byte(etest.JWKS(k)), Audience: "api", Leeway: time.Second}}
+	admin := testRoute(b, "admin", "PathPrefix(`/`) && JWTClaim(`idp`, `role`, `admin`)", "", respond)
+	admin.JWTPolicy = "idp"
+	for _, c := range []struct {
+		desc   string
+		routes []conf.Route
+	}{
+		{"claim rule", []conf.Route{admin, testRoute(b, "fallback", "PathPrefix(`/`)", "", respond)}},
+		{"no claim rule", []conf.Route{testRoute(b, "fallback", "PathPrefix(`/`)", "", respond)}},
+	} {
+		b.Run(c.desc, func(b *testing.B) {
+			rt := New(Options{})
+			defer rt.Close()
+			if err := rt.Apply(&conf.Config{Listeners: []conf.Listener{testListener()}, JWTs: policy, Routes: c.routes}); err != nil {
+				b.Fatal(err)
+			}
+			h := rt.Proxy("web")
+			req := httpmsg.Request{Method: "GET", Target: "/v1/users", Host: "api.example", ProtoMajor: 1, ProtoMinor: 1,
+				RemoteAddr: netip.MustParseAddrPort("192.0.2.1:41000")}
+			fields := httpmsg.Header{{Name: "User-Agent", Value: "bench"}, {Name: "Authorization", Value: auth}}
+			b.ReportAllocs()
+			for b.Loop() {
+				req.Header = append(req.Header[:0], fields...)
+				h.ServeProxy(discardProxyWriter{}, &req)
+			}
+		})
 	}
 }
