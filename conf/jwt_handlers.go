@@ -89,3 +89,18 @@ func jwtFiles(main string, d *routes.Directive) []string {
 	}
 	return out
 }
+
+// unusedJWTs warns about a named jwt policy no route or rule refers to.
+func (b *builder) unusedJWTs() {
+	used := map[string]bool{}
+	for _, r := range b.refs {
+		if r.ns == "jwt policy" {
+			used[r.name] = true
+		}
+	}
+	for _, j := range b.cfg.JWTs {
+		if !used[j.Name] {
+			b.warnAt(j.Pos, "jwt policy %q is not used by any route (jwt_policy) or rule (JWTClaim)", j.Name)
+		}
+	}
+}

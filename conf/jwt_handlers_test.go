@@ -106,3 +106,23 @@ func TestJWKSCA(t *testing.T) {
 		}
 	}
 }
+
+// TestUnusedJWT: a named policy nothing refers to is warned about at its
+// line, and the configuration still loads.
+func TestUnusedJWT(t *testing.T) {
+	t.Parallel()
+	src := "listen web { addr :80 }\nupstream u { server a:1 }\njwt idp { jwks keys.json }\nroute r { match Path(`/`); to u }\n"
+	cfg, err := loadString(t, src, "keys.json", jwtTestKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range cfg.Warnings {
+		if w.Pos.Line == 3 && strings.Contains(w.Msg, `jwt policy "idp" is not used`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("warnings %+v, want one for the unused policy at line 3", cfg.Warnings)
+	}
+}

@@ -11,6 +11,7 @@ func (b *builder) validate() {
 	b.checkRefs()
 	b.checkAddrs()
 	b.unusedUpstreams()
+	b.unusedJWTs()
 	b.checkTLSListeners()
 	b.checkTCPRoutes()
 	b.checkACMERoutes()
