@@ -56,7 +56,10 @@ type Config struct {
 
 	Upstreams []Upstream // in definition order; names are unique
 	// Limits are the `limit NAME { ... }` blocks routes refer to.
-	Limits    []Limit
+	Limits []Limit
+	// JWTs are the named `jwt NAME { ... }` policies that routes
+	// (`jwt_policy NAME`) and JWTClaim matchers refer to.
+	JWTs      []JWT
 	Routes    []Route    // HTTP routes, in definition order (file order after include expansion)
 	TCPRoutes []TCPRoute // parsed and validated; served by a later issue
 
@@ -404,6 +407,11 @@ type Route struct {
 	ForwardAuth *ForwardAuth
 	// JWT requires a valid bearer token; nil: none.
 	JWT *JWT
+	// JWTPolicy (`jwt_policy NAME`) requires a valid bearer token of
+	// the named policy (Config.JWTs) instead of an inline JWT block; a
+	// token a JWTClaim matcher already verified for the request is not
+	// verified again. "": none.
+	JWTPolicy string
 	// StreamRequestBody (`request_buffering off`) sends a request body to
 	// the server as it arrives, as for large uploads or a client stream
 	// that waits for answers. Default false: a body is read whole first
@@ -448,6 +456,9 @@ type Limit struct {
 // needs an `Authorization: Bearer` token signed by a key of the JWKS (RS256,
 // ES256 or EdDSA), not expired, with the issuer and audience given.
 type JWT struct {
+	// Name is a main-level policy's name (`jwt NAME { ... }`); "" for a
+	// route's inline block.
+	Name     string
 	JWKS     []byte // the key set file's content, read at load (watched)
 	JWKSFile string
 	// JWKSURL is where the key set is fetched from instead (`jwks
@@ -459,8 +470,13 @@ type JWT struct {
 	// or JWKSRefresh when shorter, and 24 hours); with a URL, default
 	// DefaultJWKSRefresh.
 	JWKSRefresh time.Duration
-	Issuer      string
-	Audience    string
+	// JWKSCA (`jwks_ca FILE`) holds the PEM certificates an https jwks
+	// URL's server must chain to, in place of the system roots (an
+	// identity provider under a private CA). nil: the system roots.
+	JWKSCA     []byte
+	JWKSCAFile string
+	Issuer     string
+	Audience   string
 	// ClaimHeaders copy string claims into request fields upstream, in
 	// order: claim name, header name (canonical).
 	ClaimHeaders [][2]string

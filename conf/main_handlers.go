@@ -35,6 +35,7 @@ func init() {
 		"route":          routeDirective,
 		"tcp route":      tcpRouteDirective,
 		"limit":          limitDirective,
+		"jwt":            namedJWTDirective,
 	}
 }
 

@@ -41,6 +41,7 @@ type draft struct {
 	compress    *Compress
 	forwardAuth *ForwardAuth
 	jwt         *JWT
+	jwtPolicy   string
 	streamBody  bool // request_buffering off
 	terminate   bool // tcp route: tls terminate
 	respTimeout time.Duration
@@ -63,7 +64,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	b.checkMirrors(r)
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Mirrors: r.mirrors, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, JWTPolicy: r.jwtPolicy, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Mirrors: r.mirrors, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -133,6 +134,7 @@ var routeTable = table[*draft]{
 	"compress":               compressDirective,
 	"forward_auth":           forwardAuthDirective,
 	"jwt":                    jwtDirective,
+	"jwt_policy":             jwtPolicyDirective,
 	"limit": func(b *builder, r *draft, d *routes.Directive) {
 		r.limits = append(r.limits, d.Args[0].Value)
 		b.refs = append(b.refs, ref{ns: "limit", name: d.Args[0].Value, pos: d.Args[0].Pos})
@@ -241,6 +243,7 @@ func match(b *builder, r *draft, d *routes.Directive) {
 		return
 	}
 	r.rule, r.text = parsed, parsed.Text() // not a.Value: a slice of the whole file
+	b.jwtClaimRefs(a, parsed)
 	for _, w := range parsed.Warnings() {
 		b.warnf(b.at(a, w.Offset), "%s", w.Msg)
 	}
@@ -462,22 +465,10 @@ var forwardAuthTable = table[*ForwardAuth]{
 
 // jwtDirective reads a route's `jwt { ... }` block.
 func jwtDirective(b *builder, r *draft, d *routes.Directive) {
-	j := &JWT{Leeway: 30 * time.Second, Pos: b.pos(d.Pos)}
-	run(b, jwtTable, j, d.Block.Directives)
-	if j.JWKSFile == "" && j.JWKSURL == "" && !hasDirective(d, "jwks") {
-		b.missingf(d, "jwt block has no jwks (expected `jwks FILE` or `jwks URL`, a JSON Web Key Set)")
+	if r.jwtPolicy != "" {
+		b.errorf(d.Pos, "route %q has both `jwt_policy` and a `jwt` block: a route checks one token policy", r.name)
 	}
-	if j.JWKSURL == "" && j.JWKSRefresh != 0 {
-		for _, c := range d.Block.Directives {
-			if c.Name == "jwks_refresh" {
-				b.errorf(c.Pos, "jwks_refresh: only a jwks URL is refreshed (a file is watched)")
-			}
-		}
-	}
-	if j.JWKSURL != "" && j.JWKSRefresh == 0 {
-		j.JWKSRefresh = DefaultJWKSRefresh
-	}
-	r.jwt = j
+	r.jwt = b.jwtBlock(d, "")
 }
 
 var jwtTable = table[*JWT]{
@@ -520,4 +511,5 @@ var jwtTable = table[*JWT]{
 		}
 	},
 	"jwks_refresh": func(b *builder, j *JWT, d *routes.Directive) { b.setDuration(d, &j.JWKSRefresh) },
+	"jwks_ca":      jwksCA,
 }

@@ -11,6 +11,7 @@ func (b *builder) validate() {
 	b.checkRefs()
 	b.checkAddrs()
 	b.unusedUpstreams()
+	b.unusedJWTs()
 	b.checkTLSListeners()
 	b.checkTCPRoutes()
 	b.checkACMERoutes()
@@ -56,6 +57,10 @@ func (b *builder) known(ns string) string {
 	case "limit":
 		for _, l := range b.cfg.Limits {
 			list = append(list, l.Name)
+		}
+	case "jwt policy":
+		for _, j := range b.cfg.JWTs {
+			list = append(list, j.Name)
 		}
 	}
 	if len(list) == 0 {

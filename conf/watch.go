@@ -89,6 +89,9 @@ func routeFileAddressFiles(main, name string) []string {
 // and `error_page ... file PATH` lines of a listen or route block d
 // read, so that an edited list or page reloads like a changed route file.
 func addressFiles(main string, d *routes.Directive) []string {
+	if d.Name == "jwt" && d.Block != nil { // a named jwt policy
+		return jwtFiles(main, d)
+	}
 	if d.Block == nil || (d.Name != "listen" && d.Name != "route") {
 		return nil
 	}
@@ -99,11 +102,7 @@ func addressFiles(main string, d *routes.Directive) []string {
 			continue
 		}
 		if c.Name == "jwt" && c.Block != nil {
-			for _, j := range c.Block.Directives {
-				if j.Name == "jwks" && len(j.Args) == 1 && !isHTTPURL(j.Args[0].Value) {
-					out = append(out, ConfigPath(main, j.Args[0].Value))
-				}
-			}
+			out = append(out, jwtFiles(main, c)...)
 			continue
 		}
 		if c.Name != "allow" && c.Name != "deny" && c.Name != "error_page" {

@@ -31,6 +31,7 @@ type exchange struct {
 	traceHex [32]byte            // the access log's trace_id text
 	pageBuf  []byte              // a rendered error page (writeText)
 	certBuf  []byte              // the X-Forwarded-Client-Cert value
+	tokBuf   []byte              // a bearer token, to hash (checkToken)
 	requestState
 }
 
@@ -61,9 +62,19 @@ type requestState struct {
 	upStart  time.Time
 	upHead   time.Duration // the last try's wait for the response head
 	authUser string        // the user basic_auth verified; "" none
+	// certID is the client certificate's identity (certIdentityOf);
+	// nil: no certificate.
+	certID *certIdentity
 	// authFields are the fields forward_auth's answer grants upstream,
 	// claimFields those of the jwt policy's token.
 	authFields, claimFields []httpmsg.Field
+	// tok is the bearer token checked under one jwt policy (checkToken),
+	// for the JWTClaim matchers and the route's jwt step alike.
+	tok struct {
+		policy *jwtPolicy
+		result tokenResult
+		grant  jwtGrant
+	}
 	// slots are the max_in_flight places the request holds (released in
 	// finish).
 	slots  [maxHeldSlots]ratelimit.Slot
@@ -233,6 +244,13 @@ func (x *exchange) buildView() bool {
 		Header:     &x.hdr,
 		ClientIP:   x.peer,
 		ClientCert: r.ClientCert,
+	}
+	if r.ClientCert != nil {
+		x.certID = certIdentityOf(r.ClientCert)
+		x.view.ClientID = x.certID.rule
+	}
+	if x.l.jwts != nil { // a rule here asks JWTClaim; else no token is looked at
+		x.view.Token = x
 	}
 	return true
 }

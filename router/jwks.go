@@ -1,6 +1,9 @@
 package router
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -19,26 +22,33 @@ import (
 type jwksKey struct {
 	url     string
 	refresh time.Duration
+	ca      string // jwks_ca's PEM; "": the system roots
 }
 
-// syncJWKS makes the router's remotes those cfg's routes name, starting
-// new ones and stopping the rest. Under r.mu.
-func (r *Router) syncJWKS(routes []conf.Route) map[jwksKey]*jwt.Remote {
+// syncJWKS makes the router's remotes those cfg's routes and named jwt
+// policies name, starting new ones and stopping the rest. Under r.mu.
+func (r *Router) syncJWKS(cfg *conf.Config) map[jwksKey]*jwt.Remote {
 	next := map[jwksKey]*jwt.Remote{}
-	for _, rc := range routes {
-		if rc.JWT == nil || rc.JWT.JWKSURL == "" {
-			continue
+	add := func(c *conf.JWT) {
+		if c == nil || c.JWKSURL == "" {
+			return
 		}
-		k := jwksKey{url: rc.JWT.JWKSURL, refresh: rc.JWT.JWKSRefresh}
+		k := jwksKey{url: c.JWKSURL, refresh: c.JWKSRefresh, ca: string(c.JWKSCA)}
 		if next[k] != nil {
-			continue
+			return
 		}
 		rm := r.jwks[k]
 		if rm == nil {
-			rm = &jwt.Remote{URL: k.url, Refresh: k.refresh, Log: r.log}
+			rm = &jwt.Remote{URL: k.url, Refresh: k.refresh, Log: r.log, Client: jwksClient(c.JWKSCA)}
 			rm.Start()
 		}
 		next[k] = rm
+	}
+	for i := range cfg.Routes {
+		add(cfg.Routes[i].JWT)
+	}
+	for i := range cfg.JWTs {
+		add(&cfg.JWTs[i])
 	}
 	for k, rm := range r.jwks {
 		if next[k] == nil {
@@ -54,10 +64,29 @@ func (r *Router) syncJWKS(routes []conf.Route) map[jwksKey]*jwt.Remote {
 	return next
 }
 
-// attachJWKS gives each route of s with a jwks URL its remote.
+// jwksClient is the client that fetches a jwks URL: nil (jwt.Remote's
+// default, the system roots) without a CA; else one that trusts only
+// the PEM certificates of ca (conf checked that it holds some).
+func jwksClient(ca []byte) *http.Client {
+	if ca == nil {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConns: 1, IdleConnTimeout: time.Minute,
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// attachJWKS gives each route of s with a jwks URL, and each named
+// policy, its remote.
 func (s *Snapshot) attachJWKS(remotes map[jwksKey]*jwt.Remote) {
 	if len(remotes) == 0 {
 		return
+	}
+	for _, p := range s.jwts {
+		if p.url.url != "" {
+			p.remote = remotes[p.url]
+		}
 	}
 	for _, hl := range s.http {
 		for _, rt := range hl.routes {

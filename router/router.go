@@ -127,7 +127,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	}
 	s.attach(r.set.Sync(cfg.Upstreams))
 	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
-	s.attachJWKS(r.syncJWKS(cfg.Routes))
+	s.attachJWKS(r.syncJWKS(cfg))
 	r.bufs.SetLimits(bufferLimits(cfg.Buffers))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)

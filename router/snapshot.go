@@ -19,6 +19,9 @@ const defaultNotFound = "404 page not found\n"
 type Snapshot struct {
 	http map[string]*httpListener
 	tcp  map[string]*tcpListener
+	// jwts are the named jwt policies (`jwt NAME`), shared by the routes
+	// that name them and the JWTClaim matchers; nil: none.
+	jwts map[string]*jwtPolicy
 }
 
 // httpListener is what a request on one listener needs, computed at load.
@@ -35,6 +38,10 @@ type httpListener struct {
 	notFound   []byte
 	table      *rule.HTTPTable
 	routes     []*route // index = table entry index
+	// jwts are the named jwt policies when a rule of the listener's
+	// routes calls JWTClaim; nil otherwise, and then no request of the
+	// listener has its token looked at before its route is chosen.
+	jwts map[string]*jwtPolicy
 
 	// Traffic counters (Options.Metrics): nil when off.
 	stats      *listenerStats
@@ -75,15 +82,19 @@ type route struct {
 // Build compiles cfg into a Snapshot without upstream pools: it can match
 // (for `edgeway explain`) but not serve. Errors name the route or listener.
 func Build(cfg *conf.Config) (*Snapshot, error) {
-	routes, err := compileRoutes(cfg)
+	jwts := compileNamedJWTs(cfg.JWTs)
+	routes, err := compileRoutes(cfg, jwts)
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}}
+	s := &Snapshot{http: map[string]*httpListener{}, tcp: map[string]*tcpListener{}, jwts: jwts}
 	for _, lc := range cfg.Listeners {
 		hl, err := buildHTTPListener(lc, cfg.Routes, routes)
 		if err != nil {
 			return nil, err
+		}
+		if usesJWTClaim(lc.Name, cfg.Routes) {
+			hl.jwts = jwts
 		}
 		s.http[lc.Name] = hl
 		tl, err := buildTCPListener(lc.Name, cfg.TCPRoutes)
@@ -95,7 +106,7 @@ func Build(cfg *conf.Config) (*Snapshot, error) {
 	return s, nil
 }
 
-func compileRoutes(cfg *conf.Config) ([]*route, error) {
+func compileRoutes(cfg *conf.Config, jwts map[string]*jwtPolicy) ([]*route, error) {
 	known := make(map[string]bool, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
 		known[u.Name] = true
@@ -113,11 +124,13 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 			return nil, fmt.Errorf("route %s: no upstream and no respond or redirect", rc.Name)
 		case ch.answer == nil && !known[rc.Upstream]:
 			return nil, fmt.Errorf("route %s: unknown upstream %q", rc.Name, rc.Upstream)
+		case rc.JWTPolicy != "" && jwts[rc.JWTPolicy] == nil:
+			return nil, fmt.Errorf("route %s: unknown jwt policy %q", rc.Name, rc.JWTPolicy)
 		}
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
-			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout,
+			jwt: routeJWT(rc, jwts), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout,
 			mirrors: compileMirrors(rc.Mirrors)}
 	}
 	return routes, nil
@@ -305,7 +318,9 @@ func policies(hl *httpListener, rt *route) []string {
 	if rt.fwdAuth != nil {
 		out = append(out, "forward_auth")
 	}
-	if rt.jwt != nil {
+	if rt.jwt != nil && rt.jwt.name != "" {
+		out = append(out, "jwt "+rt.jwt.name)
+	} else if rt.jwt != nil {
 		out = append(out, "jwt")
 	}
 	if rt.errorPages != nil || hl.errorPages != nil {

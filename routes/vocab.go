@@ -73,6 +73,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "route", Usage: "NAME", Min: 1, Max: 1, Block: RouteBlock, Repeat: true},
 		{Name: "tcp route", Usage: "NAME", Min: 1, Max: 1, Block: TCPRouteBlock, Repeat: true},
 		{Name: "limit", Usage: "NAME", Min: 1, Max: 1, Block: LimitBlock, Repeat: true},
+		{Name: "jwt", Usage: "NAME", Min: 1, Max: 1, Block: JWTBlock, Repeat: true},
 	},
 	ClusterBlock: {
 		{Name: "etcd", Usage: "URL...", Min: 1, Max: -1},
@@ -90,6 +91,7 @@ var vocabulary = map[BlockKind][]Spec{
 	JWTBlock: {
 		{Name: "jwks", Usage: "FILE|URL", Min: 1, Max: 1},
 		{Name: "jwks_refresh", Usage: "DURATION", Min: 1, Max: 1},
+		{Name: "jwks_ca", Usage: "FILE", Min: 1, Max: 1},
 		{Name: "issuer", Usage: "ISS", Min: 1, Max: 1},
 		{Name: "audience", Usage: "AUD", Min: 1, Max: 1},
 		{Name: "claim_header", Usage: "CLAIM HEADER", Min: 2, Max: 2, Repeat: true},
@@ -304,6 +306,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "compress", Block: CompressBlock},
 		Spec{Name: "forward_auth", Usage: "URL", Min: 1, Max: 1, Block: ForwardAuthBlock},
 		Spec{Name: "jwt", Block: JWTBlock},
+		Spec{Name: "jwt_policy", Usage: "NAME", Min: 1, Max: 1},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 		Spec{Name: "request_buffering", Usage: "on|off", Min: 1, Max: 1},
 		Spec{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},

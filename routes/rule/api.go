@@ -7,7 +7,7 @@ type Kind int
 
 // The two vocabularies.
 const (
-	HTTP Kind = iota // Host, HostRegexp, Path, PathPrefix, PathRegexp, Method, Header, HeaderRegexp, Query, QueryRegexp, ClientIP, ClientCertSubject, ClientCertSAN, ClientCertFingerprint
+	HTTP Kind = iota // Host, HostRegexp, Path, PathPrefix, PathRegexp, Method, Header, HeaderRegexp, Query, QueryRegexp, ClientIP, ClientCertSubject, ClientCertSAN, ClientCertFingerprint, JWTClaim
 	TCP              // HostSNI, HostSNIRegexp, ALPN, ClientIP
 )
 

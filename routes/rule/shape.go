@@ -291,7 +291,7 @@ func clientIPs(a, b *leaf) (pa, pb netip.Prefix, ok bool) {
 // callKey names a call up to spelling: two calls with equal keys match the
 // same requests. It is the identity the implication checks and CoverIndex
 // use.
-type callKey struct{ name, a0, a1 string }
+type callKey struct{ name, a0, a1, a2 string }
 
 // canon returns l's key: case-insensitive values lower-cased (Host,
 // HostSNI) or upper-cased (Method), header names in canonical form,
@@ -300,6 +300,9 @@ func canon(l *leaf) callKey {
 	k := callKey{name: l.spec.name, a0: l.args[0]}
 	if len(l.args) > 1 {
 		k.a1 = l.args[1]
+	}
+	if len(l.args) > 2 {
+		k.a2 = l.args[2]
 	}
 	switch k.name {
 	case "Host", "HostSNI":
@@ -326,6 +329,9 @@ func sameCall(a, b *leaf) bool {
 		return isQuery(a) && isQuery(b) && a.args[0] == b.args[0]
 	}
 	if len(a.args) > 1 && a.args[1] != b.args[1] {
+		return false
+	}
+	if len(a.args) > 2 && a.args[2] != b.args[2] { // JWTClaim's value
 		return false
 	}
 	x, y := a.args[0], b.args[0]

@@ -26,6 +26,12 @@ type HTTPRequest struct {
 	// ClientCert is the client certificate the listener verified
 	// (client_auth), for the ClientCert* matchers; nil: none.
 	ClientCert *x509.Certificate
+	// ClientID is ClientCert's identity, made once per certificate (a
+	// listener's connection) and shared by its requests; nil: the
+	// matchers make one from ClientCert when they need it.
+	ClientID *CertIdentity
+	// Token answers the JWTClaim matcher; nil: JWTClaim never matches.
+	Token TokenClaims
 }
 
 // TCPHello is the view of a TLS connection that TCP matchers read.

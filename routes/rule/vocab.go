@@ -45,6 +45,7 @@ var (
 		{name: "ClientCertSubject", min: 1, max: 1, http: buildClientCertSubject},
 		{name: "ClientCertSAN", min: 1, max: 1, http: buildClientCertSAN},
 		{name: "ClientCertFingerprint", min: 1, max: 1, http: buildClientCertFingerprint},
+		{name: "JWTClaim", min: 3, max: 3, http: buildJWTClaim},
 	}
 	tcpSpecs = []*spec{
 		{name: "HostSNI", min: 1, max: 1, tcp: buildHostSNI},
