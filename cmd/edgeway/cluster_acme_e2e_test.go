@@ -12,6 +12,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,9 +397,63 @@ func TestClusterACMERenewalServedByAll(t *testing.T) {
 		return renewed[c.names[0]] != first[c.names[0]]
 	}, "the instances do not all serve the renewed certificate; logs:\n%s", c.logs())
 	t.Logf("renewed certificate served by all 3 instances %v after pebble saw the renewal order (polled)", time.Since(began))
-	if n := c.orders(); n != 2+c.replaced(t) {
-		t.Errorf("%d orders at pebble, want 2 (the first issuance and one renewal for the cluster); logs:\n%s", n, c.logs())
+	// With certificates that live 30s, pebble's renewal information may
+	// ask for the next renewal as soon as one is issued, so more orders
+	// can follow while the test looks: what holds is that each is placed
+	// by one instance, under the name's lock, never two at a time, and
+	// none that no instance logged.
+	n := c.orders()
+	if logged := c.checkOrdersSerial(t); n > logged || n < 2 {
+		t.Errorf("%d orders at pebble, %d logged by the instances, want at least 2 (the first issuance and the renewal), all logged; logs:\n%s", n, logged, c.logs())
 	}
+}
+
+// checkOrdersSerial reads the instances' logs for the orders they placed
+// and reports an order placed while another instance's was in progress
+// (between its "ordering a certificate" and its certificate served as
+// issued, or its failure); it returns the orders logged.
+func (c *clusterACME) checkOrdersSerial(t *testing.T) int {
+	t.Helper()
+	type event struct {
+		at    time.Time
+		inst  int
+		start bool
+	}
+	var evs []event
+	stamp := regexp.MustCompile(`^time=(\S+) `)
+	for i, in := range c.insts {
+		for _, line := range strings.Split(in.proc.Log(), "\n") {
+			m := stamp.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil {
+				continue
+			}
+			switch {
+			case strings.Contains(line, `msg="acme: ordering a certificate"`):
+				evs = append(evs, event{at, i, true})
+			case strings.Contains(line, `msg="acme: certificate served"`) && strings.Contains(line, "how=issued"),
+				strings.Contains(line, `msg="acme: order failed`), strings.Contains(line, `msg="acme: challenge failed`):
+				evs = append(evs, event{at, i, false})
+			}
+		}
+	}
+	sort.SliceStable(evs, func(a, b int) bool { return evs[a].at.Before(evs[b].at) })
+	open, orders := -1, 0
+	for _, e := range evs {
+		switch {
+		case e.start && open >= 0 && open != e.inst:
+			t.Errorf("edge-%d placed an order at %s while edge-%d's was in progress", e.inst, e.at.Format(time.StampMicro), open)
+		case e.start:
+			open = e.inst
+			orders++
+		case e.inst == open:
+			open = -1
+		}
+	}
+	return orders
 }
 
 // TestClusterACMETLSALPN01ViaLB: as TestClusterACMEOneOrderPerName with
