@@ -414,7 +414,11 @@ type Route struct {
 	// pool's response_timeout for this route's requests. Default 0: the
 	// pool's.
 	ResponseTimeout time.Duration
-	Pos             Pos
+	// Split, when set, shares the route's requests among several pools
+	// (`to A 90%, B 10%`); Upstream is then its first pool. Nil: every
+	// request goes to Upstream.
+	Split *Split
+	Pos   Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`

@@ -44,6 +44,12 @@ type draft struct {
 	streamBody  bool // request_buffering off
 	terminate   bool // tcp route: tls terminate
 	respTimeout time.Duration
+	// split, sticky and rollback: a split `to` and what goes with it
+	// (split.go); the positions are for errors.
+	split                  *Split
+	sticky                 *SplitSticky
+	rollback               *Rollback
+	stickyPos, rollbackPos routes.Pos
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -61,6 +67,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
 		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
+		Split: b.finishSplit(r),
 	})
 }
 
@@ -107,8 +114,10 @@ var tcpRouteTable = table[*draft]{
 
 var routeTable = table[*draft]{
 	"response_timeout":       func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout) },
+	"sticky":                 sticky,
+	"rollback":               rollbackDirective,
 	"match":                  match,
-	"to":                     to,
+	"to":                     splitTo,
 	"priority":               func(b *builder, r *draft, d *routes.Directive) { r.hasPriority = b.priority(d, &r.priority) },
 	"listeners":              listeners,
 	"strip_prefix":           prefix(StripPrefix),
