@@ -59,6 +59,48 @@ type Route struct {
 	Middlewares []string `json:"middlewares"`
 	// Source is where the route is defined: file:line:col.
 	Source string `json:"source"`
+	// Split is the route's traffic split; absent for a route to one
+	// pool.
+	Split *RouteSplit `json:"split,omitempty"`
+}
+
+// RouteSplit is a route's traffic split as it runs now.
+type RouteSplit struct {
+	// Pools are the split's pools in the files' order.
+	Pools []SplitPool `json:"pools"`
+	// Override is true when the shares were set through PATCH
+	// /api/routes/{name}.
+	Override bool `json:"override"`
+	// Sticky is "cookie NAME", "header NAME" or "" (none).
+	Sticky string `json:"sticky"`
+	// Rollback is the rollback block; nil (null) when none.
+	Rollback *SplitRollback `json:"rollback"`
+}
+
+// SplitPool is one pool of a split. Shares are percentages.
+type SplitPool struct {
+	Upstream string `json:"upstream"`
+	// ConfiguredShare is the files' share, Share the one in effect (the
+	// override's, or 0 after a rollback).
+	ConfiguredShare float64 `json:"configured_share"`
+	Share           float64 `json:"share"`
+	// RolledBack is when the rollback set the share to 0; nil (null)
+	// when it has not, or an operator restored it.
+	RolledBack *time.Time `json:"rolled_back"`
+	// Requests counts the requests placed on the pool since start,
+	// Rollbacks the rollbacks; WindowRequests and WindowFailures are
+	// the rollback window's (failures: 5xx and upstream failures).
+	Requests       uint64 `json:"requests"`
+	Rollbacks      uint64 `json:"rollbacks"`
+	WindowRequests uint64 `json:"window_requests"`
+	WindowFailures uint64 `json:"window_failures"`
+}
+
+// SplitRollback is a split's rollback block.
+type SplitRollback struct {
+	ErrorRate     float64 `json:"error_rate"` // percent
+	WindowSeconds float64 `json:"window_seconds"`
+	MinRequests   int     `json:"min_requests"`
 }
 
 // ExplainQuery is one question for GET /api/explain: an HTTP request

@@ -69,6 +69,10 @@ type route struct {
 	streamBody bool
 	// respTimeout: the route's response_timeout; 0: the pool's.
 	respTimeout time.Duration
+	// split: the route's traffic split (split.go); nil: none. splitOf:
+	// set on a split's variant, the copy of the route for one pool.
+	split   *splitter
+	splitOf *splitVariant
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -117,6 +121,9 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
 			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout}
+		if rc.Split != nil {
+			routes[i].split = compileSplit(routes[i], rc.Split)
+		}
 	}
 	return routes, nil
 }
