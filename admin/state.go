@@ -165,6 +165,14 @@ type UpstreamSettings struct {
 	// Retries is how many more tries a request may get.
 	Retries int    `json:"retries"`
 	Balance string `json:"balance"`
+	// MaxBodyBytes is the request body limit; 0: none.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// From says where each setting comes from, by directive name
+	// (connect_timeout, response_timeout, idle_timeout, retries,
+	// max_body_bytes): "route FILE:LINE:COL" for the route's own line,
+	// "upstream NAME FILE:LINE:COL" or "listener NAME FILE:LINE:COL" for
+	// the block whose value (written or default) applies.
+	From map[string]string `json:"from"`
 }
 
 // ConfigStatus is GET /api/config.

@@ -50,6 +50,8 @@ type draft struct {
 	sticky                 *SplitSticky
 	rollback               *Rollback
 	stickyPos, rollbackPos routes.Pos
+	// policy: the route's own timeouts, body limit and retries (policy.go).
+	policy routePolicy
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -67,7 +69,8 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
 		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
-		Split: b.finishSplit(r),
+		Split: b.finishSplit(r), ConnectTimeout: r.policy.connect, IdleTimeout: r.policy.idle, MaxBodyBytes: r.policy.maxBody,
+		Retry: r.policy.retry, PolicyAt: r.policy.at,
 	})
 }
 
@@ -113,7 +116,14 @@ var tcpRouteTable = table[*draft]{
 }
 
 var routeTable = table[*draft]{
-	"response_timeout":       func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout) },
+	"response_timeout": func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout); r.policy.mark(b, d) },
+	"connect_timeout": func(b *builder, r *draft, d *routes.Directive) {
+		b.setDuration(d, &r.policy.connect)
+		r.policy.mark(b, d)
+	},
+	"idle_timeout":           func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.policy.idle); r.policy.mark(b, d) },
+	"max_body_bytes":         routeMaxBody,
+	"retries":                routeRetries,
 	"sticky":                 sticky,
 	"rollback":               rollbackDirective,
 	"match":                  match,

@@ -73,6 +73,11 @@ type route struct {
 	// set on a split's variant, the copy of the route for one pool.
 	split   *splitter
 	splitOf *splitVariant
+	// The route's own policy (conf.Route): 0 or nil take the pool's;
+	// maxBody 0 takes the listener's, < 0 is no limit.
+	connectTimeout, idleTimeout time.Duration
+	maxBody                     int64
+	retry                       *conf.Retry
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -121,6 +126,8 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
 			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout}
+		routes[i].connectTimeout, routes[i].idleTimeout, routes[i].maxBody, routes[i].retry =
+			rc.ConnectTimeout, rc.IdleTimeout, rc.MaxBodyBytes, rc.Retry
 		if rc.Split != nil {
 			routes[i].split = compileSplit(routes[i], rc.Split)
 		}

@@ -311,6 +311,10 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "request_buffering", Usage: "on|off", Min: 1, Max: 1},
 		Spec{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		Spec{Name: "sticky", Usage: "cookie NAME|header NAME", Min: 2, Max: 2},
+		Spec{Name: "connect_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		Spec{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		Spec{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},
+		Spec{Name: "retries", Block: RetryBlock},
 		Spec{Name: "rollback", Block: RollbackBlock},
 	),
 	RollbackBlock: {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +140,15 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 	if s := e.Settings; s != nil && e.Denied == "" {
 		fmt.Fprintf(stdout, "  upstream  balance %s; connect_timeout %s, response_timeout %s, idle_timeout %s; retries %d\n",
 			s.Balance, seconds(s.ConnectTimeout), seconds(s.ResponseTimeout), seconds(s.IdleTimeout), s.Retries)
+		body := "unlimited"
+		if s.MaxBodyBytes > 0 {
+			body = strconv.FormatInt(s.MaxBodyBytes, 10) + " bytes"
+		}
+		vals := map[string]string{"connect_timeout": seconds(s.ConnectTimeout), "response_timeout": seconds(s.ResponseTimeout),
+			"idle_timeout": seconds(s.IdleTimeout), "retries": strconv.Itoa(s.Retries), "max_body_bytes": body}
+		for _, k := range []string{"connect_timeout", "response_timeout", "idle_timeout", "retries", "max_body_bytes"} {
+			fmt.Fprintf(stdout, "  %-17s %s  (%s)\n", k, vals[k], s.From[k])
+		}
 	}
 	return 0
 }
