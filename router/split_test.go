@@ -1,7 +1,14 @@
 package router
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
 	"testing"
+
+	"github.com/edgeway/edgeway/conf"
+	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // TestSplitSchedule: one cycle of the schedule places each pool exactly
@@ -45,5 +52,128 @@ func TestSplitSchedule(t *testing.T) {
 	}
 	if s := schedule([]int{0, 0}); len(s) != 0 {
 		t.Errorf("no shares: schedule %v, want empty", s)
+	}
+}
+
+// splitConfig is a listener, pools v1 and v2 and one route splitting
+// between them.
+func splitConfig(t testing.TB, v1, v2 string, s *conf.Split) *conf.Config {
+	r := testRoute(t, "r", "PathPrefix(`/`)", "v1")
+	r.Split = s
+	return &conf.Config{
+		Listeners: []conf.Listener{testListener()},
+		Upstreams: []conf.Upstream{testUpstream("v1", []string{v1}), testUpstream("v2", []string{v2})},
+		Routes:    []conf.Route{r},
+	}
+}
+
+func split9010() *conf.Split {
+	return &conf.Split{Pools: []conf.SplitPool{{Upstream: "v1", Share: 9000}, {Upstream: "v2", Share: 1000}}}
+}
+
+// TestSplitChangesUnderTraffic: requests keep flowing, each answered by
+// one of the split's pools, while the shares are set and cleared and the
+// configuration is applied again (run with -race); afterwards the shares
+// set last are the ones in effect, exactly.
+func TestSplitChangesUnderTraffic(t *testing.T) {
+	v1, v2 := backend(t, "v1"), backend(t, "v2")
+	cfg := splitConfig(t, addr(v1), addr(v2), split9010())
+	rt, s := front(t, cfg, Options{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.Get(s.URL + "/")
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if up := resp.Header.Get("X-Upstream"); resp.StatusCode != 200 || (up != "v1" && up != "v2") {
+					errs <- fmt.Sprintf("%d from %q", resp.StatusCode, up)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 50 {
+		var err error
+		switch i % 3 {
+		case 0:
+			err = rt.SetSplit("r", map[string]int{"v1": 5000, "v2": 5000})
+		case 1:
+			err = rt.SetSplit("r", nil)
+		default:
+			err = rt.Apply(splitConfig(t, addr(v1), addr(v2), split9010()))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.SetSplit("r", map[string]int{"v1": 2500, "v2": 7500}); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case e := <-errs:
+		t.Fatalf("a request failed while the split changed: %s", e)
+	default:
+	}
+	got := map[string]int{}
+	for range 20 {
+		resp, _ := do(t, nil, newReq(t, "GET", s.URL+"/"))
+		got[resp.Header.Get("X-Upstream")]++
+	}
+	if got["v1"] != 5 || got["v2"] != 15 {
+		t.Errorf("after setting 25/75: %v, want exactly 5 and 15", got)
+	}
+	st, ok := rt.Split("r")
+	if !ok || !st.Override || st.Pools[1].Share != 7500 {
+		t.Errorf("Split status %+v, want the 25/75 override", st)
+	}
+}
+
+// BenchmarkSplitPick is what placing a request costs: a plain split
+// (an atomic load and an add), a sticky cookie the request carries, and
+// a sticky header hashed.
+func BenchmarkSplitPick(b *testing.B) {
+	for _, bc := range []struct {
+		desc   string
+		sticky *conf.SplitSticky
+		hdr    httpmsg.Header
+	}{
+		{desc: "schedule"},
+		{desc: "sticky cookie", sticky: &conf.SplitSticky{Cookie: "pool"}, hdr: httpmsg.Header{{Name: "Cookie", Value: "a=b; pool=v2"}}},
+		{desc: "sticky header", sticky: &conf.SplitSticky{Header: "X-User"}, hdr: httpmsg.Header{{Name: "X-User", Value: "user-12345"}}},
+	} {
+		b.Run(bc.desc, func(b *testing.B) {
+			sp := split9010()
+			sp.Sticky = bc.sticky
+			rt := New(Options{})
+			defer rt.Close()
+			if err := rt.Apply(splitConfig(b, "127.0.0.1:1", "127.0.0.1:2", sp)); err != nil {
+				b.Fatal(err)
+			}
+			base := rt.Snapshot().http["web"].routes[0]
+			x := &exchange{}
+			x.in = &httpmsg.Request{Header: bc.hdr}
+			b.ReportAllocs()
+			for b.Loop() {
+				x.rt = base
+				x.pickSplit()
+			}
+		})
 	}
 }
