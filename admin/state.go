@@ -126,8 +126,13 @@ type Explanation struct {
 	Kind     string `json:"kind"`
 	Listener string `json:"listener,omitempty"`
 	Route    string `json:"route"`
-	// Upstream is empty when the route answers itself.
+	// Upstream is empty when the route answers itself; for a traffic
+	// split it is the split's first pool, and Split lists them all.
 	Upstream string `json:"upstream,omitempty"`
+	// Split is a split route's pools with their shares as the files
+	// write them ("v1 90%"); absent otherwise. GET /api/routes/{name}
+	// shows the shares in effect.
+	Split []string `json:"split,omitempty"`
 	// Rule is the text of the rule that matched.
 	Rule     string `json:"rule"`
 	Priority int    `json:"priority"`

@@ -120,6 +120,8 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "route %s -> redirect %d %s\n", e.Route, e.Status, e.Location)
 	case e.Upstream == "":
 		fmt.Fprintf(stdout, "route %s -> respond %d\n", e.Route, e.Status)
+	case len(e.Split) > 0:
+		fmt.Fprintf(stdout, "route %s -> split %s\n", e.Route, strings.Join(e.Split, ", "))
 	default:
 		fmt.Fprintf(stdout, "route %s -> upstream %s\n", e.Route, e.Upstream)
 	}

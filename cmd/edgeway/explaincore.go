@@ -146,6 +146,11 @@ func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req 
 	for i, r := range cfg.Routes {
 		if r.Name == o.Route {
 			e.Rule, e.Priority, e.Source, chosen = r.RuleText, r.Priority, r.Pos.String(), i
+			if r.Split != nil {
+				for _, p := range r.Split.Pools {
+					e.Split = append(e.Split, p.Upstream+" "+conf.ShareText(p.Share))
+				}
+			}
 		}
 	}
 	e.TriedBefore, e.TriedCount = triedBefore(cfg, listener, chosen)

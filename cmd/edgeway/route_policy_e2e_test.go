@@ -227,3 +227,16 @@ func TestRoutePolicyExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitExplain: explain names a split route's pools with their
+// shares.
+func TestSplitExplain(t *testing.T) {
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{"edgeway.conf": "listen web { addr 127.0.0.1:8080 }\n" +
+		"upstream v1 { server 127.0.0.1:1 }\nupstream v2 { server 127.0.0.1:2 }\n" +
+		"route canary {\n  match PathPrefix(`/`)\n  to v1 99.5%, v2 0.5%\n}\n"})
+	out, code := runCLI(t, "explain", "-c", filepath.Join(dir, "edgeway.conf"), "GET", "http://localhost:8080/x")
+	if first, _, _ := strings.Cut(out, "\n"); code != 0 || first != "route canary -> split v1 99.5%, v2 0.5%" {
+		t.Errorf("explain: exit %d\n%s\nwant the first line route canary -> split v1 99.5%%, v2 0.5%%", code, out)
+	}
+}
