@@ -442,4 +442,3 @@ func (w *failWindow) sum(now time.Time, span time.Duration) (total, fails uint64
 	}
 	return total, fails
 }
-
