@@ -432,6 +432,9 @@ type Route struct {
 	// directive name (connect_timeout, response_timeout, idle_timeout,
 	// max_body_bytes, retries), for explain. Nil when it has none.
 	PolicyAt map[string]Pos
+	// Mirror (`mirror POOL [PERCENT]`) sends copies of a share of the
+	// route's requests to another pool, answers discarded. Nil: none.
+	Mirror *Mirror
 	// Split, when set, shares the route's requests among several pools
 	// (`to A 90%, B 10%`); Upstream is then its first pool. Nil: every
 	// request goes to Upstream.

@@ -47,3 +47,34 @@ func routeRetries(b *builder, r *draft, d *routes.Directive) {
 	r.policy.retry = &rt
 	r.policy.mark(b, d)
 }
+
+// Mirror is a route's `mirror POOL [PERCENT]`: a copy of that share of
+// the route's requests without a body goes to the pool once the primary
+// answered, on a bounded queue: the copy's answer is discarded, a full
+// queue drops the copy (counted), and neither ever delays or fails the
+// primary.
+type Mirror struct {
+	Upstream string
+	// Share is the part of the requests copied, in basis points
+	// (ShareScale is all). Default all.
+	Share int
+	Pos   Pos
+}
+
+// mirrorDirective reads `mirror POOL [PERCENT]`.
+func mirrorDirective(b *builder, r *draft, d *routes.Directive) {
+	m := &Mirror{Upstream: d.Args[0].Value, Share: ShareScale, Pos: b.pos(d.Pos)}
+	if len(d.Args) > 1 {
+		v, ok := b.share(d.Name, d.Args[1])
+		if !ok {
+			return
+		}
+		if v == 0 {
+			b.errorf(d.Args[1].Pos, "mirror: 0%% copies nothing (remove the line, or give 0.01%% to 100%%)")
+			return
+		}
+		m.Share = v
+	}
+	b.refs = append(b.refs, ref{ns: "upstream", name: m.Upstream, pos: d.Args[0].Pos})
+	r.mirror = m
+}

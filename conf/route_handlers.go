@@ -52,6 +52,7 @@ type draft struct {
 	stickyPos, rollbackPos routes.Pos
 	// policy: the route's own timeouts, body limit and retries (policy.go).
 	policy routePolicy
+	mirror *Mirror
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -70,7 +71,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
 		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
 		Split: b.finishSplit(r), ConnectTimeout: r.policy.connect, IdleTimeout: r.policy.idle, MaxBodyBytes: r.policy.maxBody,
-		Retry: r.policy.retry, PolicyAt: r.policy.at,
+		Retry: r.policy.retry, PolicyAt: r.policy.at, Mirror: r.mirror,
 	})
 }
 
@@ -123,6 +124,7 @@ var routeTable = table[*draft]{
 	},
 	"idle_timeout":           func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.policy.idle); r.policy.mark(b, d) },
 	"max_body_bytes":         routeMaxBody,
+	"mirror":                 mirrorDirective,
 	"retries":                routeRetries,
 	"sticky":                 sticky,
 	"rollback":               rollbackDirective,

@@ -78,7 +78,8 @@ type Router struct {
 	exchanges sync.Pool                               // *exchange
 	bufs      *bodybuf.Pool                           // request bodies held before forwarding (buffering.go)
 	tunnels   tunnels
-	splits    splitRegistry // split routes' runtime state (split.go)
+	splits    splitRegistry  // split routes' runtime state (split.go)
+	mirrors   mirrorRegistry // routes' mirrors (mirror.go)
 	refusals  refusalLog
 }
 
@@ -130,6 +131,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
 	s.attachJWKS(r.syncJWKS(cfg.Routes))
 	s.attachSplits(&r.splits, cfg, r.log, r.set.Pools())
+	s.attachMirrors(&r.mirrors, cfg, r.set.Pools())
 	r.bufs.SetLimits(bufferLimits(cfg.Buffers))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)
@@ -199,6 +201,7 @@ func (r *Router) Close() {
 		r.release.Stop()
 	}
 	r.stopJWKS()
+	r.mirrors.closeAll()
 	r.set.Close()
 }
 
@@ -285,6 +288,9 @@ func (x *exchange) closeBody() bool {
 func (x *exchange) end() {
 	x.wd.stop()
 	x.recordSplit()
+	if x.rt != nil && x.rt.mirror != nil {
+		x.mirrorRequest()
+	}
 	if x.server != nil && !x.serverDone {
 		x.server.Done(upstream.Result{Outcome: x.outcome, Status: x.resp.Status,
 			ConnectFailed: x.errKind == errConnect, Latency: time.Since(x.upStart)})

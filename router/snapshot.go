@@ -78,6 +78,7 @@ type route struct {
 	connectTimeout, idleTimeout time.Duration
 	maxBody                     int64
 	retry                       *conf.Retry
+	mirror                      *mirror // nil: none (mirror.go)
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match

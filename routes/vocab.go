@@ -315,6 +315,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
 		Spec{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},
 		Spec{Name: "retries", Block: RetryBlock},
+		Spec{Name: "mirror", Usage: "UPSTREAM [PERCENT]", Min: 1, Max: 2},
 		Spec{Name: "rollback", Block: RollbackBlock},
 	),
 	RollbackBlock: {

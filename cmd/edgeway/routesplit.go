@@ -254,7 +254,8 @@ func (d *daemon) dropRouteOverride(route, reason string) {
 	d.log.Warn("route override dropped", "route", route, "reason", reason)
 }
 
-// splitCollector reads the splits' counters at scrape time.
+// splitCollector reads the splits' and mirrors' counters at scrape
+// time.
 type splitCollector struct{ r *router.Router }
 
 var (
@@ -264,6 +265,10 @@ var (
 		"The share of a split's traffic each pool has now, 0 to 1 (0 after a rollback).", []string{"route", "upstream"}, nil)
 	splitRollbacksDesc = prometheus.NewDesc("edgeway_split_rollbacks_total",
 		"Times a split's rollback set a pool's share to 0.", []string{"route", "upstream"}, nil)
+	mirrorRequestsDesc = prometheus.NewDesc("edgeway_mirror_requests_total",
+		"Copies of a route's requests for its mirror pool, by result (sent, failed, dropped, skipped).", []string{"route", "upstream", "result"}, nil)
+	mirrorDiffersDesc = prometheus.NewDesc("edgeway_mirror_status_differs_total",
+		"Mirror answers whose status differed from the primary's.", []string{"route", "upstream"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -271,6 +276,8 @@ func (c *splitCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- splitRequestsDesc
 	ch <- splitShareDesc
 	ch <- splitRollbacksDesc
+	ch <- mirrorRequestsDesc
+	ch <- mirrorDiffersDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -281,5 +288,14 @@ func (c *splitCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(splitShareDesc, prometheus.GaugeValue, float64(p.Share)/conf.ShareScale, s.Route, p.Upstream)
 			ch <- prometheus.MustNewConstMetric(splitRollbacksDesc, prometheus.CounterValue, float64(p.Rollbacks), s.Route, p.Upstream)
 		}
+	}
+	for _, m := range c.r.Mirrors() {
+		for _, r := range []struct {
+			result string
+			n      uint64
+		}{{"sent", m.Sent}, {"failed", m.Failed}, {"dropped", m.Dropped}, {"skipped", m.Skipped}} {
+			ch <- prometheus.MustNewConstMetric(mirrorRequestsDesc, prometheus.CounterValue, float64(r.n), m.Route, m.Upstream, r.result)
+		}
+		ch <- prometheus.MustNewConstMetric(mirrorDiffersDesc, prometheus.CounterValue, float64(m.Differs), m.Route, m.Upstream)
 	}
 }
