@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -155,6 +156,10 @@ type routeOverride struct {
 	RolledBack map[string]time.Time `json:"rolled_back,omitempty"`
 }
 
+// routeJournalMu serialises the journal's writes (a PATCH and the
+// rollback hook may race), so that the state read last is written last.
+var routeJournalMu sync.Mutex
+
 // saveRouteOverrides writes the split overrides to the journal in the
 // state directory; nothing without one.
 func (d *daemon) saveRouteOverrides() error {
@@ -162,6 +167,8 @@ func (d *daemon) saveRouteOverrides() error {
 	if dir == "" {
 		return nil
 	}
+	routeJournalMu.Lock()
+	defer routeJournalMu.Unlock()
 	j := map[string]routeOverride{}
 	for name, o := range d.router.SplitOverrides() {
 		e := routeOverride{RolledBack: o.RolledBack}

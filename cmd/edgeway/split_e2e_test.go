@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // splitRoutes is two pools of one server each, v1 and v2, and the routes
@@ -238,9 +240,10 @@ func TestSplitPatch(t *testing.T) {
 	}
 	replaceFile(t, file, []byte(strings.Replace(routes["split.routes"], "to v1 90%, v2 10%", "to v2 100%, v1 0%", 1)))
 	e.p.WaitLog(t, `msg="route override dropped" route=r`)
-	if j, _ := os.ReadFile(filepath.Join(dir, "state", routeOverridesFile)); strings.Contains(string(j), `"r"`) {
-		t.Errorf("the journal keeps the dropped override: %s", j)
-	}
+	testutil.WaitFor(t, "the dropped override out of the journal", func() bool {
+		j, _ := os.ReadFile(filepath.Join(dir, "state", routeOverridesFile))
+		return !strings.Contains(string(j), `"r"`)
+	})
 	if got := splitCount(t, e.base+"/", 10, 1); got["v2"] != 10 {
 		t.Fatalf("after the reload that reordered the pools: %v, want all on v2 (100%%)", got)
 	}
@@ -274,7 +277,9 @@ func TestSplitRollback(t *testing.T) {
 		"route failing {\n  match PathPrefix(`/f`)\n  to v1 90%%, bad 10%%\n  rollback { error_rate 5%% over 60s; min_requests 10 }\n}\n"+
 		"route healthy {\n  match PathPrefix(`/h`) || PathPrefix(`/missing`)\n  to v1 90%%, good 10%%\n  rollback { error_rate 5%% over 60s; min_requests 10 }\n}\n",
 		hostPort(v1), hostPort(bad), hostPort(good))}
-	e := startAdminIn(t, t.TempDir(), "", "", routes)
+	dir := t.TempDir()
+	admin := "state_dir " + filepath.Join(dir, "state")
+	e := startAdminIn(t, dir, admin, "", routes)
 
 	got := splitCount(t, e.base+"/f", 100, 1) // 10 to the canary: the tenth trips
 	if got["status 500"] != 10 {
@@ -290,6 +295,18 @@ func TestSplitRollback(t *testing.T) {
 	}
 	if m := e.metric(t, `edgeway_split_rollbacks_total{route="failing",upstream="bad"}`); m != "1" {
 		t.Errorf("edgeway_split_rollbacks_total = %q, want 1", m)
+	}
+	// The rollback is kept across a restart, through the journal.
+	journal := filepath.Join(dir, "state", routeOverridesFile)
+	testutil.WaitFor(t, "the rollback in the journal", func() bool {
+		j, _ := os.ReadFile(journal)
+		return strings.Contains(string(j), `"rolled_back"`)
+	})
+	e.p.Cmd.Process.Signal(syscall.SIGTERM)
+	e.p.Wait(t, 15*time.Second)
+	e = startAdminIn(t, dir, admin, "", routes)
+	if shares, v := splitShares(t, e, "failing"); shares["bad"] != 0 || v.Split.Pools[1].RolledBack == nil {
+		t.Fatalf("after restart: %+v, want bad still rolled back", v.Split)
 	}
 	// An operator restores it.
 	if code, body := e.patch(t, "/api/routes/failing", `{"shares": null}`); code != 200 {
