@@ -3,9 +3,11 @@ package router
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -176,4 +178,59 @@ func BenchmarkSplitPick(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestSplitRollbackMargin: the rollback compares a pool's failure rate
+// with the other pools' together: 6% against 3% stays under a 5% margin,
+// 10% against 3% trips; it needs min_requests in the window, ignores
+// what fell out of the window, and never takes the last pool with a
+// share.
+func TestSplitRollbackMargin(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 0)
+	rb := &conf.Rollback{ErrorRate: 0.05, Window: 30 * time.Second, MinRequests: 100}
+	for _, tc := range []struct {
+		desc                     string
+		canaryFails, canaryTotal int
+		stableFails, stableTotal int
+		canaryAt                 time.Duration // before now
+		wantRolled               bool
+	}{
+		{desc: "6% against 3%", canaryFails: 6, canaryTotal: 100, stableFails: 27, stableTotal: 900, wantRolled: false},
+		{desc: "10% against 3%", canaryFails: 10, canaryTotal: 100, stableFails: 27, stableTotal: 900, wantRolled: true},
+		{desc: "too few requests", canaryFails: 50, canaryTotal: 99, stableTotal: 900, wantRolled: false},
+		{desc: "failures out of the window", canaryFails: 100, canaryTotal: 100, stableTotal: 900, canaryAt: time.Minute, wantRolled: false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			c := &splitControl{route: "r", log: slog.New(slog.DiscardHandler), reg: &splitRegistry{}}
+			c.configure(&conf.Split{Pools: []conf.SplitPool{{Upstream: "stable", Share: 9000}, {Upstream: "canary", Share: 1000}}, Rollback: rb})
+			st := c.live.Load()
+			fill := func(w *failWindow, at time.Time, fails, total int) {
+				for i := range total {
+					w.add(at, rb.Window, i < fails)
+				}
+			}
+			fill(&st.counters[0].window, now, tc.stableFails, tc.stableTotal)
+			fill(&st.counters[1].window, now.Add(-tc.canaryAt), tc.canaryFails, tc.canaryTotal)
+			c.checkRollback(st, 1, now)
+			got := c.live.Load().shares
+			if rolled := got[1] == 0; rolled != tc.wantRolled || got[0] != 9000 {
+				t.Errorf("shares after the check %v, want canary rolled back: %v", got, tc.wantRolled)
+			}
+		})
+	}
+	t.Run("last pool with a share", func(t *testing.T) {
+		t.Parallel()
+		c := &splitControl{route: "r", log: slog.New(slog.DiscardHandler), reg: &splitRegistry{}}
+		c.configure(&conf.Split{Pools: []conf.SplitPool{{Upstream: "a", Share: 10000}, {Upstream: "b", Share: 0}}, Rollback: rb})
+		st := c.live.Load()
+		for range 200 {
+			st.counters[0].window.add(now, rb.Window, true)
+		}
+		c.checkRollback(st, 0, now)
+		if got := c.live.Load().shares; got[0] != 10000 {
+			t.Errorf("shares %v: the only pool with a share was rolled back", got)
+		}
+	})
 }
