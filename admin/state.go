@@ -59,6 +59,48 @@ type Route struct {
 	Middlewares []string `json:"middlewares"`
 	// Source is where the route is defined: file:line:col.
 	Source string `json:"source"`
+	// Split is the route's traffic split; absent for a route to one
+	// pool.
+	Split *RouteSplit `json:"split,omitempty"`
+}
+
+// RouteSplit is a route's traffic split as it runs now.
+type RouteSplit struct {
+	// Pools are the split's pools in the files' order.
+	Pools []SplitPool `json:"pools"`
+	// Override is true when the shares were set through PATCH
+	// /api/routes/{name}.
+	Override bool `json:"override"`
+	// Sticky is "cookie NAME", "header NAME" or "" (none).
+	Sticky string `json:"sticky"`
+	// Rollback is the rollback block; nil (null) when none.
+	Rollback *SplitRollback `json:"rollback"`
+}
+
+// SplitPool is one pool of a split. Shares are percentages.
+type SplitPool struct {
+	Upstream string `json:"upstream"`
+	// ConfiguredShare is the files' share, Share the one in effect (the
+	// override's, or 0 after a rollback).
+	ConfiguredShare float64 `json:"configured_share"`
+	Share           float64 `json:"share"`
+	// RolledBack is when the rollback set the share to 0; nil (null)
+	// when it has not, or an operator restored it.
+	RolledBack *time.Time `json:"rolled_back"`
+	// Requests counts the requests placed on the pool since start,
+	// Rollbacks the rollbacks; WindowRequests and WindowFailures are
+	// the rollback window's (failures: 5xx and upstream failures).
+	Requests       uint64 `json:"requests"`
+	Rollbacks      uint64 `json:"rollbacks"`
+	WindowRequests uint64 `json:"window_requests"`
+	WindowFailures uint64 `json:"window_failures"`
+}
+
+// SplitRollback is a split's rollback block.
+type SplitRollback struct {
+	ErrorRate     float64 `json:"error_rate"` // percent
+	WindowSeconds float64 `json:"window_seconds"`
+	MinRequests   int     `json:"min_requests"`
 }
 
 // ExplainQuery is one question for GET /api/explain: an HTTP request
@@ -84,8 +126,13 @@ type Explanation struct {
 	Kind     string `json:"kind"`
 	Listener string `json:"listener,omitempty"`
 	Route    string `json:"route"`
-	// Upstream is empty when the route answers itself.
+	// Upstream is empty when the route answers itself; for a traffic
+	// split it is the split's first pool, and Split lists them all.
 	Upstream string `json:"upstream,omitempty"`
+	// Split is a split route's pools with their shares as the files
+	// write them ("v1 90%"); absent otherwise. GET /api/routes/{name}
+	// shows the shares in effect.
+	Split []string `json:"split,omitempty"`
 	// Rule is the text of the rule that matched.
 	Rule     string `json:"rule"`
 	Priority int    `json:"priority"`
@@ -123,6 +170,14 @@ type UpstreamSettings struct {
 	// Retries is how many more tries a request may get.
 	Retries int    `json:"retries"`
 	Balance string `json:"balance"`
+	// MaxBodyBytes is the request body limit; 0: none.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// From says where each setting comes from, by directive name
+	// (connect_timeout, response_timeout, idle_timeout, retries,
+	// max_body_bytes): "route FILE:LINE:COL" for the route's own line,
+	// "upstream NAME FILE:LINE:COL" or "listener NAME FILE:LINE:COL" for
+	// the block whose value (written or default) applies.
+	From map[string]string `json:"from"`
 }
 
 // ConfigStatus is GET /api/config.

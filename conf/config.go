@@ -422,9 +422,31 @@ type Route struct {
 	// pool's response_timeout for this route's requests. Default 0: the
 	// pool's.
 	ResponseTimeout time.Duration
+	// ConnectTimeout and IdleTimeout (`connect_timeout D`, `idle_timeout
+	// D` in the route) replace the pool's for this route's requests.
+	// Default 0: the pool's.
+	ConnectTimeout, IdleTimeout time.Duration
+	// MaxBodyBytes (`max_body_bytes SIZE|unlimited` in the route)
+	// replaces the listener's request body limit for this route: a
+	// longer body is answered 413. Default 0: the listener's;
+	// UnlimitedBody: none.
+	MaxBodyBytes int64
+	// Retry (`retries { ... }` in the route) replaces the pool's retry
+	// attempts, conditions and body_buffer for this route; the retry
+	// budget stays the pool's. Fields the block leaves out take the
+	// defaults (DefaultRetry), not the pool's. Nil: the pool's.
+	Retry *Retry
+	// PolicyAt is where the route's own policy settings are written, by
+	// directive name (connect_timeout, response_timeout, idle_timeout,
+	// max_body_bytes, retries), for explain. Nil when it has none.
+	PolicyAt map[string]Pos
 	// Mirrors are the route's `mirror` lines, in file order.
 	Mirrors []Mirror
-	Pos     Pos
+	// Split, when set, shares the route's requests among several pools
+	// (`to A 90%, B 10%`); Upstream is then its first pool. Nil: every
+	// request goes to Upstream.
+	Split *Split
+	Pos   Pos
 }
 
 // Limit is a `limit NAME { rate N/s; burst N; key ...; max_keys N }`

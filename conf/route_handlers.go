@@ -45,8 +45,16 @@ type draft struct {
 	streamBody  bool // request_buffering off
 	terminate   bool // tcp route: tls terminate
 	respTimeout time.Duration
-	mirrors     []Mirror
-	mirrorPos   []routes.Pos
+	// split, sticky and rollback: a split `to` and what goes with it
+	// (split.go); the positions are for errors.
+	split                  *Split
+	sticky                 *SplitSticky
+	rollback               *Rollback
+	stickyPos, rollbackPos routes.Pos
+	// policy: the route's own timeouts, body limit and retries (policy.go).
+	policy routePolicy
+	mirrors   []Mirror
+	mirrorPos []routes.Pos
 }
 
 func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
@@ -64,7 +72,9 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	b.checkMirrors(r)
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, JWTPolicy: r.jwtPolicy, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Mirrors: r.mirrors, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, JWTPolicy: r.jwtPolicy, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
+		Split: b.finishSplit(r), ConnectTimeout: r.policy.connect, IdleTimeout: r.policy.idle, MaxBodyBytes: r.policy.maxBody,
+		Retry: r.policy.retry, PolicyAt: r.policy.at, Mirrors: r.mirrors,
 	})
 }
 
@@ -110,10 +120,19 @@ var tcpRouteTable = table[*draft]{
 }
 
 var routeTable = table[*draft]{
+	"response_timeout": func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout); r.policy.mark(b, d) },
+	"connect_timeout": func(b *builder, r *draft, d *routes.Directive) {
+		b.setDuration(d, &r.policy.connect)
+		r.policy.mark(b, d)
+	},
+	"idle_timeout":           func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.policy.idle); r.policy.mark(b, d) },
+	"max_body_bytes":         routeMaxBody,
 	"mirror":                 mirror,
-	"response_timeout":       func(b *builder, r *draft, d *routes.Directive) { b.setDuration(d, &r.respTimeout) },
+	"retries":                routeRetries,
+	"sticky":                 sticky,
+	"rollback":               rollbackDirective,
 	"match":                  match,
-	"to":                     to,
+	"to":                     splitTo,
 	"priority":               func(b *builder, r *draft, d *routes.Directive) { r.hasPriority = b.priority(d, &r.priority) },
 	"listeners":              listeners,
 	"strip_prefix":           prefix(StripPrefix),

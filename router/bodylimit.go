@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/edgeway/edgeway/conf"
 )
@@ -34,7 +35,7 @@ func bodyLimit(lc conf.Listener) int64 {
 // refuseLargeBody answers 413 when the request declares a body longer than
 // the listener allows, and reports whether it did.
 func (x *exchange) refuseLargeBody() bool {
-	limit := x.l.maxBody
+	limit := x.maxBody()
 	if limit <= 0 || x.in.ContentLength <= limit {
 		return false
 	}
@@ -43,6 +44,35 @@ func (x *exchange) refuseLargeBody() bool {
 		slog.Int64("max_body_bytes", limit))
 	x.tooLarge()
 	return true
+}
+
+// maxBody is the request body limit of the request's route: its own
+// max_body_bytes or the listener's; 0: none.
+func (x *exchange) maxBody() int64 {
+	switch n := x.rt.maxBody; {
+	case n == 0:
+		return x.l.maxBody
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// retryPolicy is the route's retries block, or its pool's.
+func (x *exchange) retryPolicy() *conf.Retry {
+	if x.rt.retry != nil {
+		return x.rt.retry
+	}
+	return x.rt.pool.Retry()
+}
+
+// idleTimeout is the route's idle_timeout, or its pool's.
+func (x *exchange) idleTimeout() time.Duration {
+	if x.rt.idleTimeout > 0 {
+		return x.rt.idleTimeout
+	}
+	return x.rt.pool.IdleTimeout()
 }
 
 // tooLarge answers 413. The body is unread, so an HTTP/1 connection must

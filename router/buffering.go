@@ -90,7 +90,7 @@ func isGRPC(h httpmsg.Header) bool {
 func (x *exchange) bufferBody() bool {
 	x.body.Start(x.r.bufs)
 	x.bufState = bufWhole
-	timeout, limit := x.l.bodyTimeout, x.l.maxBody
+	timeout, limit := x.l.bodyTimeout, x.maxBody()
 	err := x.readBody(timeout, limit)
 	if timeout > 0 {
 		_ = x.w.w.SetReadDeadline(time.Time{})

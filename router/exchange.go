@@ -105,6 +105,9 @@ type requestState struct {
 	xff        []byte         // X-Forwarded-For value
 	target     []byte         // outbound request target
 	tc         traceState     // tracing; zero when off (tracing.go)
+	// splitCookie: the Set-Cookie pinning the client to the pool a
+	// sticky split placed it on (a string of the route); "" none.
+	splitCookie string
 }
 
 // maxKeptBody is the largest retry body buffer a pooled exchange keeps.
@@ -201,6 +204,9 @@ func (x *exchange) serve() {
 	if a := x.rt.chain.answer; a != nil {
 		x.answer(a)
 		return
+	}
+	if x.rt.split != nil {
+		x.pickSplit()
 	}
 	x.forward()
 }

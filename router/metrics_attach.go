@@ -29,16 +29,18 @@ func (s *Snapshot) attachMetrics(m *Metrics) {
 				}
 				mr.stats = ups[mr.upstream]
 			}
-			if rt.pool == nil {
-				continue
-			}
-			if ups[rt.upstream] == nil {
-				ups[rt.upstream] = m.upstream(rt.upstream)
-			}
-			for _, srv := range rt.pool.Servers() {
-				if servers[srv] == nil {
-					servers[srv] = m.server(rt.upstream, srv.Addr)
-					keep[serverKey{rt.upstream, srv.Addr}] = true
+			for _, rt := range rt.targets() { // a split's variants
+				if rt.pool == nil {
+					continue
+				}
+				if ups[rt.upstream] == nil {
+					ups[rt.upstream] = m.upstream(rt.upstream)
+				}
+				for _, srv := range rt.pool.Servers() {
+					if servers[srv] == nil {
+						servers[srv] = m.server(rt.upstream, srv.Addr)
+						keep[serverKey{rt.upstream, srv.Addr}] = true
+					}
 				}
 			}
 		}

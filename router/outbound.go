@@ -43,8 +43,8 @@ func (x *exchange) buildOutbound() {
 	// all valid until finish; the upstream client copies what it keeps
 	// (bytesString).
 	x.out = httpclient.Request{
-		ResponseTimeout: x.rt.respTimeout,
-		Method:          in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
+		ResponseTimeout: x.rt.respTimeout, ConnectTimeout: x.rt.connectTimeout,
+		Method: in.Method, Target: bytesString(target), Host: host, Header: x.outHdr,
 		ContentLength: in.ContentLength, Ctx: in.Ctx, Trailer: in.Trailer, Cancel: &x.cancel,
 		Client: in.RemoteAddr, Local: in.LocalAddr, // send_proxy's PROXY header
 	}
@@ -57,7 +57,7 @@ func (x *exchange) buildOutbound() {
 			x.bodyRd = x.body.NewReader()
 			r = io.MultiReader(&x.bodyRd, in.Body)
 		}
-		x.tap = &bodyTap{r: r, wd: &x.wd, gen: x.wd.gen(), limit: x.l.maxBody}
+		x.tap = &bodyTap{r: r, wd: &x.wd, gen: x.wd.gen(), limit: x.maxBody()}
 		x.out.Body = x.tap
 		x.wd.arm(x.tap.gen, phaseUpload)
 	default:

@@ -26,14 +26,14 @@ func (x *exchange) forward() {
 	}
 	pool := x.rt.pool
 	x.cancel.Reset()
-	if idle := pool.IdleTimeout(); idle > 0 {
+	if idle := x.idleTimeout(); idle > 0 {
 		x.wd.start(x.w.w, x.cancelFn, idle)
 	}
 	x.buildOutbound()
 	if x.rt.mirrors != nil {
 		x.mirror()
 	}
-	if pol := pool.Retry(); x.out.Body != nil && x.bufState == bufNone && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
+	if pol := x.retryPolicy(); x.out.Body != nil && x.bufState == bufNone && pol.Attempts > 0 && pol.BodyBuffer > 0 && !streamsBody(pool, x.in) {
 		if err := x.keepBody(pol.BodyBuffer); err != nil {
 			x.proxyError(&httpclient.BodyError{Err: err}) // nothing was forwarded
 			return

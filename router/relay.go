@@ -165,7 +165,7 @@ func (x *exchange) sticky(h httpmsg.Header) httpmsg.Header {
 	if c := x.rt.pool.StickyCookie(x.in, x.server); c != "" {
 		h = append(h, httpmsg.Field{Name: "Set-Cookie", Value: c})
 	}
-	return h
+	return x.splitCookieHeader(h)
 }
 
 func isEventStream(h httpmsg.Header) bool {

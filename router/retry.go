@@ -20,7 +20,7 @@ import (
 // an idempotent request, or a configured 5xx status of an idempotent
 // request. A status that is retried is discarded: its body is closed.
 func (x *exchange) retryable(try int, err error) bool {
-	pol := x.rt.pool.Retry()
+	pol := x.retryPolicy()
 	if try >= pol.Attempts || (err == nil && !slices.Contains(pol.Statuses, x.resp.Status)) {
 		return false // the common case: an answer that is not retried
 	}

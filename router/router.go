@@ -78,6 +78,7 @@ type Router struct {
 	exchanges sync.Pool                               // *exchange
 	bufs      *bodybuf.Pool                           // request bodies held before forwarding (buffering.go)
 	tunnels   tunnels
+	splits    splitRegistry // split routes' runtime state (split.go)
 	refusals  refusalLog
 }
 
@@ -128,6 +129,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	s.attach(r.set.Sync(cfg.Upstreams))
 	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
 	s.attachJWKS(r.syncJWKS(cfg))
+	s.attachSplits(&r.splits, cfg, r.log, r.set.Pools())
 	r.bufs.SetLimits(bufferLimits(cfg.Buffers))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)
@@ -282,6 +284,7 @@ func (x *exchange) closeBody() bool {
 // end reports the outcome to the server and releases the request's timer.
 func (x *exchange) end() {
 	x.wd.stop()
+	x.recordSplit()
 	if x.server != nil && !x.serverDone {
 		x.server.Done(upstream.Result{Outcome: x.outcome, Status: x.resp.Status,
 			ConnectFailed: x.errKind == errConnect, Latency: time.Since(x.upStart)})

@@ -76,7 +76,16 @@ type route struct {
 	streamBody bool
 	// respTimeout: the route's response_timeout; 0: the pool's.
 	respTimeout time.Duration
-	mirrors     []*mirror // nil: none
+	// split: the route's traffic split (split.go); nil: none. splitOf:
+	// set on a split's variant, the copy of the route for one pool.
+	split   *splitter
+	splitOf *splitVariant
+	// The route's own policy (conf.Route): 0 or nil take the pool's;
+	// maxBody 0 takes the listener's, < 0 is no limit.
+	connectTimeout, idleTimeout time.Duration
+	maxBody                     int64
+	retry                       *conf.Retry
+	mirrors                     []*mirror // nil: none (mirror.go)
 }
 
 // Build compiles cfg into a Snapshot without upstream pools: it can match
@@ -132,6 +141,11 @@ func compileRoutes(cfg *conf.Config, jwts map[string]*jwtPolicy) ([]*route, erro
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
 			jwt: routeJWT(rc, jwts), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout,
 			mirrors: compileMirrors(rc.Mirrors)}
+		routes[i].connectTimeout, routes[i].idleTimeout, routes[i].maxBody, routes[i].retry =
+			rc.ConnectTimeout, rc.IdleTimeout, rc.MaxBodyBytes, rc.Retry
+		if rc.Split != nil {
+			routes[i].split = compileSplit(routes[i], rc.Split)
+		}
 	}
 	return routes, nil
 }

@@ -174,12 +174,14 @@ func (t *tunnels) orphaned(s *Snapshot, pools map[string]*upstream.Pool) []*tunn
 		}
 	}
 	for _, hl := range s.http {
-		for _, rt := range hl.routes {
-			if rt.pool == nil {
-				continue
-			}
-			for _, srv := range rt.pool.Servers() {
-				keep[tunnelKey{rt.name, rt.upstream, srv.Addr}] = true
+		for _, base := range hl.routes {
+			for _, rt := range base.targets() { // a split's variants
+				if rt.pool == nil {
+					continue
+				}
+				for _, srv := range rt.pool.Servers() {
+					keep[tunnelKey{rt.name, rt.upstream, srv.Addr}] = true
+				}
 			}
 		}
 	}

@@ -19,6 +19,8 @@ func seed(f *testing.F, files ...string) {
 		"tcp route t { match HostSNI(`*`) to u }\nupstream u { server a:1 weight 2 }",
 		"route a\n{\n match Host(`a`) Path(`/`) to u; priority 3 }\n}\n{ x }",
 		"route a { match /* ( */ Host(`a`) // x\n}", "\xff\xfe{\x00}", "# only a comment",
+		"route s { match Path(`/`)\n to a 90%, b 10%\n sticky cookie c\n rollback { error_rate 5% over 30s; min_requests 100 }\n}",
+		"route s { match Path(`/`) to a 95% , b 5% priority 3 }",
 	} {
 		f.Add([]byte(s))
 	}

@@ -93,6 +93,9 @@ func summary(c *conf.Config) string {
 	}
 	for _, r := range c.Routes {
 		p("route %s priority=%d to=%q listeners=%v @%s", r.Name, r.Priority, r.Upstream, r.Listeners, r.Pos)
+		if s := r.Split; s != nil {
+			splitSummary(p, s)
+		}
 		p("  match %q", r.RuleText)
 		for _, m := range r.Middlewares {
 			p("  %s name=%q arg=%q code=%d @%s", m.Kind, m.Name, m.Arg, m.Code, m.Pos)
@@ -106,4 +109,17 @@ func summary(c *conf.Config) string {
 		p("warning %s", w)
 	}
 	return b.String()
+}
+
+// splitSummary prints a route's traffic split.
+func splitSummary(p func(string, ...any), s *conf.Split) {
+	for _, sp := range s.Pools {
+		p("  split %s %s @%s", sp.Upstream, conf.ShareText(sp.Share), sp.Pos)
+	}
+	if st := s.Sticky; st != nil {
+		p("  sticky cookie=%q header=%q @%s", st.Cookie, st.Header, st.Pos)
+	}
+	if rb := s.Rollback; rb != nil {
+		p("  rollback error_rate=%v window=%v min_requests=%d @%s", rb.ErrorRate, rb.Window, rb.MinRequests, rb.Pos)
+	}
 }

@@ -1,5 +1,7 @@
 package routes
 
+import "strings"
+
 // BlockKind names a place where directives appear: the top level of a file
 // or the inside of a block.
 type BlockKind string
@@ -34,6 +36,7 @@ const (
 	ForwardAuthBlock BlockKind = "forward_auth block"
 	JWTBlock         BlockKind = "jwt block"
 	UpstreamTLSBlock BlockKind = "upstream tls block"
+	RollbackBlock    BlockKind = "rollback block"
 )
 
 // Spec describes one directive: its arguments and where it may appear.
@@ -310,8 +313,18 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 		Spec{Name: "request_buffering", Usage: "on|off", Min: 1, Max: 1},
 		Spec{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		Spec{Name: "sticky", Usage: "cookie NAME|header NAME", Min: 2, Max: 2},
+		Spec{Name: "connect_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		Spec{Name: "idle_timeout", Usage: "DURATION", Min: 1, Max: 1},
+		Spec{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},
+		Spec{Name: "retries", Block: RetryBlock},
 		Spec{Name: "mirror", Usage: "UPSTREAM [PERCENT]", Min: 1, Max: 2, Repeat: true},
+		Spec{Name: "rollback", Block: RollbackBlock},
 	),
+	RollbackBlock: {
+		{Name: "error_rate", Usage: "PERCENT [over DURATION]", Min: 1, Max: 3},
+		{Name: "min_requests", Usage: "N", Min: 1, Max: 1},
+	},
 	CORSBlock: {
 		{Name: "origins", Usage: "ORIGIN...|*", Min: 1, Max: -1, Repeat: true},
 		{Name: "methods", Usage: "METHOD...", Min: 1, Max: -1, Repeat: true},
@@ -335,6 +348,47 @@ func init() {
 	setTake(ListenBlock, "protocols", takeProtocols)
 	setTake(ListenBlock, "redirect_https", takeOptional(ListenBlock, 1))
 	setTake(RouteBlock, "redirect_https", takeOptional(RouteBlock, 2))
+	splitTo()
+}
+
+// splitTo lets a route's `to` name several pools with their shares of
+// the traffic (`to api-v1 90%, api-v2 10%`); a tcp route's stays one
+// pool.
+func splitTo() {
+	for i := range vocabulary[RouteBlock] {
+		if s := &vocabulary[RouteBlock][i]; s.Name == "to" {
+			s.Usage, s.Max, s.take = "UPSTREAM [SHARE%[,] UPSTREAM SHARE%...]", -1, takeTo
+		}
+	}
+}
+
+// takeTo: `to POOL`, or pairs of a pool and its share (`90%` or `90%,`;
+// a lone "," between pairs is taken too).
+func takeTo(args []Arg) int {
+	n := 0
+	for n+1 < len(args) && args[n].Kind == Word && IsShare(args[n+1].Value) {
+		n += 2
+		if n < len(args) && args[n].Kind == Word && args[n].Value == "," {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// IsShare reports whether w is written as a share of a split: digits,
+// an optional fraction, "%", and an optional trailing ",".
+func IsShare(w string) bool {
+	w = strings.TrimSuffix(w, ",")
+	num, ok := strings.CutSuffix(w, "%")
+	if !ok || num == "" {
+		return false
+	}
+	for i := 0; i < len(num); i++ {
+		if c := num[i]; (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 func setTake(kind BlockKind, name string, take func([]Arg) int) {
@@ -422,7 +476,7 @@ func Vocabulary(kind BlockKind) []Spec {
 // BlockKinds lists every place, for tests that walk the whole vocabulary.
 func BlockKinds() []BlockKind {
 	return []BlockKind{MainBlock, RouteFileBlock, ListenBlock, AdminBlock, LogBlock, TracingBlock, RuntimeBlock, UpstreamBlock, RouteBlock, TCPRouteBlock,
-		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock, ForwardAuthBlock, JWTBlock}
+		HealthBlock, OutlierBlock, BreakerBlock, RetryBlock, TLSBlock, ListenTLSBlock, H2Block, ACMEBlock, CORSBlock, LimitBlock, CompressBlock, ForwardAuthBlock, JWTBlock, RollbackBlock}
 }
 
 func lookup(kind BlockKind, name string) (Spec, bool) {

@@ -69,6 +69,7 @@ func (d *daemon) startAdmin() error {
 	d.registerClusterAPI(srv)
 	d.registerCertificateAPI(srv)
 	d.registerOverviewAPI(srv)
+	d.registerRouteAPI(srv)
 	d.metrics.Register(newCertificateCollector(d))
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("admin API: %w", err)
@@ -103,7 +104,8 @@ func (d *daemon) Routes() []admin.Route {
 			mw[i] = string(m.Kind)
 		}
 		out = append(out, admin.Route{Name: r.Name, Kind: "http", Rule: r.RuleText, Priority: r.Priority,
-			Listeners: orAll(r.Listeners, all), Upstream: r.Upstream, Middlewares: mw, Source: r.Pos.String()})
+			Listeners: orAll(r.Listeners, all), Upstream: r.Upstream, Middlewares: mw, Source: r.Pos.String(),
+			Split: d.routeSplit(r.Name)})
 	}
 	for _, r := range l.cfg.TCPRoutes {
 		out = append(out, admin.Route{Name: r.Name, Kind: "tcp", Rule: r.RuleText, Priority: r.Priority,

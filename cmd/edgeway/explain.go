@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,6 +120,8 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "route %s -> redirect %d %s\n", e.Route, e.Status, e.Location)
 	case e.Upstream == "":
 		fmt.Fprintf(stdout, "route %s -> respond %d\n", e.Route, e.Status)
+	case len(e.Split) > 0:
+		fmt.Fprintf(stdout, "route %s -> split %s\n", e.Route, strings.Join(e.Split, ", "))
 	default:
 		fmt.Fprintf(stdout, "route %s -> upstream %s\n", e.Route, e.Upstream)
 	}
@@ -139,6 +142,15 @@ func printExplanation(e admin.Explanation, err error, stdout, stderr io.Writer) 
 	if s := e.Settings; s != nil && e.Denied == "" {
 		fmt.Fprintf(stdout, "  upstream  balance %s; connect_timeout %s, response_timeout %s, idle_timeout %s; retries %d\n",
 			s.Balance, seconds(s.ConnectTimeout), seconds(s.ResponseTimeout), seconds(s.IdleTimeout), s.Retries)
+		body := "unlimited"
+		if s.MaxBodyBytes > 0 {
+			body = strconv.FormatInt(s.MaxBodyBytes, 10) + " bytes"
+		}
+		vals := map[string]string{"connect_timeout": seconds(s.ConnectTimeout), "response_timeout": seconds(s.ResponseTimeout),
+			"idle_timeout": seconds(s.IdleTimeout), "retries": strconv.Itoa(s.Retries), "max_body_bytes": body}
+		for _, k := range []string{"connect_timeout", "response_timeout", "idle_timeout", "retries", "max_body_bytes"} {
+			fmt.Fprintf(stdout, "  %-17s %s  (%s)\n", k, vals[k], s.From[k])
+		}
 	}
 	return 0
 }

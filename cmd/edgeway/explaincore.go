@@ -146,17 +146,53 @@ func matchRequest(cfg *conf.Config, snap *router.Snapshot, listener string, req 
 	for i, r := range cfg.Routes {
 		if r.Name == o.Route {
 			e.Rule, e.Priority, e.Source, chosen = r.RuleText, r.Priority, r.Pos.String(), i
+			if r.Split != nil {
+				for _, p := range r.Split.Pools {
+					e.Split = append(e.Split, p.Upstream+" "+conf.ShareText(p.Share))
+				}
+			}
 		}
 	}
 	e.TriedBefore, e.TriedCount = triedBefore(cfg, listener, chosen)
 	for _, u := range cfg.Upstreams {
-		if u.Name == o.Upstream {
-			e.Settings = &admin.UpstreamSettings{
-				ConnectTimeout: u.ConnectTimeout.Seconds(), ResponseTimeout: u.ResponseTimeout.Seconds(),
-				IdleTimeout: u.IdleTimeout.Seconds(), Retries: u.Retry.Attempts, Balance: balanceText(u.Balance)}
+		if u.Name == o.Upstream && chosen >= 0 {
+			e.Settings = effectiveSettings(cfg, listener, &cfg.Routes[chosen], &u)
 		}
 	}
 	return e, nil
+}
+
+// effectiveSettings are what route r's requests to pool u meet: the
+// route's own policy lines where it has them, else the pool's (or the
+// listener's body limit), each with where it comes from.
+func effectiveSettings(cfg *conf.Config, listener string, r *conf.Route, u *conf.Upstream) *admin.UpstreamSettings {
+	s := &admin.UpstreamSettings{ConnectTimeout: u.ConnectTimeout.Seconds(), ResponseTimeout: u.ResponseTimeout.Seconds(),
+		IdleTimeout: u.IdleTimeout.Seconds(), Retries: u.Retry.Attempts, Balance: balanceText(u.Balance), From: map[string]string{}}
+	pool := "upstream " + u.Name + " " + u.Pos.String()
+	for _, k := range []string{"connect_timeout", "response_timeout", "idle_timeout", "retries"} {
+		s.From[k] = pool
+	}
+	s.MaxBodyBytes, s.From["max_body_bytes"] = conf.DefaultMaxBodyBytes, "default"
+	for _, l := range cfg.Listeners {
+		if l.Name == listener {
+			s.From["max_body_bytes"] = "listener " + l.Name + " " + l.Pos.String()
+			if l.MaxBodyBytes != 0 {
+				s.MaxBodyBytes = max(0, l.MaxBodyBytes)
+			}
+		}
+	}
+	own := func(name string, set bool, apply func()) {
+		if p, ok := r.PolicyAt[name]; ok && set {
+			apply()
+			s.From[name] = "route " + p.String()
+		}
+	}
+	own("connect_timeout", r.ConnectTimeout > 0, func() { s.ConnectTimeout = r.ConnectTimeout.Seconds() })
+	own("response_timeout", r.ResponseTimeout > 0, func() { s.ResponseTimeout = r.ResponseTimeout.Seconds() })
+	own("idle_timeout", r.IdleTimeout > 0, func() { s.IdleTimeout = r.IdleTimeout.Seconds() })
+	own("retries", r.Retry != nil, func() { s.Retries = r.Retry.Attempts })
+	own("max_body_bytes", r.MaxBodyBytes != 0, func() { s.MaxBodyBytes = max(0, r.MaxBodyBytes) })
+	return s
 }
 
 // balanceText writes a balance policy as the configuration does.

@@ -75,6 +75,7 @@ func (d *daemon) reloadFiles(trigger, fp string, opts admin.ReloadOptions) admin
 	d.attempted = fp
 	res := admin.ReloadResult{Trigger: trigger, Time: start}
 	overrides := upstream.OverridesOf(d.router.Pools())
+	routeOverrides := d.router.SplitOverrides()
 	if cfg, errs := d.loadNext(opts); len(errs) > 0 {
 		res.Error = "reload refused; old configuration stays live"
 		res.Errors = errs
@@ -91,6 +92,7 @@ func (d *daemon) reloadFiles(trigger, fp string, opts admin.ReloadOptions) admin
 		d.setLive(cfg)
 		d.reloadACME(cfg)
 		d.dropOverrides(d.droppedByReload(overrides), "its server left the files")
+		d.dropRoutesByReload(routeOverrides)
 		d.clusterReloaded(cfg)
 		d.log.Info("reloaded", "routes", len(cfg.Routes), "upstreams", len(cfg.Upstreams), "trigger", trigger)
 	}

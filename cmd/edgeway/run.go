@@ -173,6 +173,7 @@ func (d *daemon) start() error {
 		return err
 	}
 	d.replayOverrides()
+	d.replayRouteOverrides()
 	if err := d.startAdmin(); err != nil {
 		return err
 	}

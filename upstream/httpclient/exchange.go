@@ -20,7 +20,11 @@ type Request struct {
 	// response_timeout for this request (a route's own, resolved at
 	// load). Zero: the pool's.
 	ResponseTimeout time.Duration
-	Method          string
+	// ConnectTimeout, when non-zero, replaces the pool's connect_timeout
+	// for a connection this request opens (a route's own). A pooled
+	// connection is reused whatever its dial took. Zero: the pool's.
+	ConnectTimeout time.Duration
+	Method         string
 	// Target is the request-target in origin-form ("/p?q"), or "*" for
 	// OPTIONS.
 	Target string

@@ -299,7 +299,13 @@ func (hp *hostPool) dial(ctx context.Context, slot bool, req *Request) (*conn, e
 // the PROXY header for req's client. Failures are the context's error or
 // a KindConnect *Error: nothing of the request was sent.
 func (t *Transport) dialConn(ctx context.Context, addr string, req *Request) (net.Conn, error) {
-	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	dialer, connTimeout := &t.dialer, t.connTimeout
+	if req != nil && req.ConnectTimeout > 0 {
+		d := t.dialer
+		d.Timeout, connTimeout = req.ConnectTimeout, req.ConnectTimeout
+		dialer = &d
+	}
+	nc, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -319,7 +325,7 @@ func (t *Transport) dialConn(ctx context.Context, addr string, req *Request) (ne
 		}
 	}
 	if t.tls != nil {
-		tc, err := t.tls.handshake(ctx, nc, addr, t.connTimeout)
+		tc, err := t.tls.handshake(ctx, nc, addr, connTimeout)
 		if err != nil {
 			nc.Close()
 			if ctx.Err() != nil {
