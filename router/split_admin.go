@@ -110,6 +110,24 @@ func (r *Router) SetSplit(route string, shares map[string]int) error {
 	return nil
 }
 
+// CheckSplit reports whether SetSplit(route, shares) would be accepted,
+// changing nothing (a cluster checks a PATCH before writing it to etcd).
+func (r *Router) CheckSplit(route string, shares map[string]int) error {
+	c := r.splitControl(route)
+	if c == nil {
+		return fmt.Errorf("route %q: %w", route, ErrUnknownSplit)
+	}
+	if shares == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.sharesOf(shares); err != nil {
+		return fmt.Errorf("route %q: %w", route, err)
+	}
+	return nil
+}
+
 // sharesOf orders shares by the route's pools, checking them. c.mu held.
 func (c *splitControl) sharesOf(shares map[string]int) ([]int, error) {
 	out := make([]int, len(c.pools))

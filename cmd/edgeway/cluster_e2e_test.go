@@ -33,6 +33,8 @@ type clusterTrioOptions struct {
 	main string
 	// block is added inside each cluster block (a tls block).
 	block string
+	// files, when set, are the route files instead of pool u and route r.
+	files map[string]string
 }
 
 func startClusterTrio(t *testing.T) (*clusterTrio, string) {
@@ -58,6 +60,9 @@ func startClusterTrioWith(t *testing.T, o clusterTrioOptions) (*clusterTrio, str
 	a, b := backend(t, "a"), backend(t, "b")
 	c.files = map[string]string{"r.routes": fmt.Sprintf(
 		"upstream u {\n  server %s\n  server %s\n}\nroute r {\n  match PathPrefix(`/`)\n  to u\n}\n", hostPort(a), hostPort(b))}
+	if o.files != nil {
+		c.files = o.files
+	}
 	for i := range 3 {
 		c.dirs = append(c.dirs, t.TempDir())
 		c.inst = append(c.inst, c.start(t, i))

@@ -33,7 +33,15 @@ type clusterState struct {
 	node      *cluster.Node
 	overrides *cluster.Overrides
 	mu        sync.Mutex // serialises applying the table (watch and reload)
+
+	routeShares *cluster.RouteShares
+	sharesMu    sync.Mutex              // serialises applying route shares
+	sharesSeen  cluster.RouteShareTable // the table applied last; guarded by sharesMu
 }
+
+// routeSharesCacheFile is the sealed copy of the cluster's route share
+// table in the state directory, read at start while etcd is unreachable.
+const routeSharesCacheFile = "cluster-route-shares.sealed"
 
 // overridesCacheFile is the sealed copy of the cluster's override table in
 // the state directory, read at start while etcd is unreachable.
@@ -60,11 +68,13 @@ func (d *daemon) startCluster() error {
 	cs := &clusterState{node: n}
 	d.cluster = cs
 	d.members.Store(n)
-	cache, ticketCache := "", ""
+	cache, ticketCache, sharesCache := "", "", ""
 	if dir := d.stateDir(); dir != "" {
 		cache, ticketCache = filepath.Join(dir, overridesCacheFile), filepath.Join(dir, ticketKeysCacheFile)
+		sharesCache = filepath.Join(dir, routeSharesCacheFile)
 	}
 	cs.overrides = n.Overrides(cache, d.applyClusterOverrides)
+	cs.routeShares = n.RouteShares(sharesCache, func(t cluster.RouteShareTable) { d.applyClusterRouteShares(t, false) })
 	if stores := d.ticketStores(); len(stores) > 0 {
 		n.TicketKeys(clusterTicketPeriod(d.cfg), ticketCache, func(keys [][32]byte) {
 			for _, s := range stores {
@@ -119,6 +129,7 @@ func (d *daemon) clusterReloaded(cfg *conf.Config) {
 		return
 	}
 	d.applyClusterOverrides(d.cluster.overrides.Table())
+	d.applyClusterRouteShares(d.cluster.routeShares.Table(), true)
 	d.cluster.node.SetMember(version, clusterConfigHash(cfg))
 }
 
@@ -278,4 +289,52 @@ func (d *daemon) clusterView() clusterView {
 	}
 	v.Drift = len(hashes) > 1
 	return v
+}
+
+// applyClusterRouteShares sets each split's shares to what the cluster's
+// table says: a route whose entry changed since the table applied last
+// gets it (a removed entry: the files' shares again). After a reload
+// (reloaded), a route whose override the router dropped (its pools
+// changed, or it came back) gets its entry again; the others keep their
+// state, a local rollback included. An entry the route's pools no longer
+// take is logged and left.
+func (d *daemon) applyClusterRouteShares(t cluster.RouteShareTable, reloaded bool) {
+	cs := d.cluster
+	cs.sharesMu.Lock()
+	defer cs.sharesMu.Unlock()
+	set := func(route string, shares map[string]int) {
+		if err := d.router.SetSplit(route, shares); err != nil {
+			d.log.Warn("cluster route shares not applied", "route", route, "err", err)
+		}
+	}
+	for route, rs := range t {
+		old, seen := cs.sharesSeen[route]
+		st, ok := d.router.Split(route)
+		switch {
+		case !ok:
+		case !seen || !maps.Equal(old.Shares, rs.Shares):
+			set(route, rs.Shares)
+		case reloaded && !st.Override:
+			set(route, rs.Shares)
+		}
+	}
+	for route := range cs.sharesSeen {
+		if _, ok := t[route]; !ok {
+			if _, split := d.router.Split(route); split {
+				set(route, nil)
+			}
+		}
+	}
+	cs.sharesSeen = t
+}
+
+// patchClusterRouteShares writes a PATCH's shares to etcd (after the
+// router checked them); every instance, this one too, applies them from
+// its watch. An unreachable etcd is a 503 and changes nothing.
+func (d *daemon) patchClusterRouteShares(r *http.Request, route string, shares map[string]int) error {
+	if err := d.cluster.routeShares.Set(r.Context(), route, shares); err != nil {
+		d.log.Error("route shares refused: cluster store unreachable", "route", route, "err", err)
+		return admin.Errorf(http.StatusServiceUnavailable, "the cluster store is unreachable; nothing changed: %v", err)
+	}
+	return nil
 }

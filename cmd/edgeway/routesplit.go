@@ -34,8 +34,9 @@ import (
 // same pools; with `admin { state_dir }` they are also written to a
 // journal there and replayed at start. A reload that removes the route,
 // or changes its set of pools, drops them, live and in the journal
-// (logged `route override dropped`). They stay on this instance: in a
-// cluster they are not shared through etcd yet.
+// (logged `route override dropped`). With a cluster block the shares go
+// to etcd instead and every instance applies them from its watch
+// (hook_cluster.go); a rollback stays on the instance that tripped it.
 
 // routeOverridesFile is the split journal's name in the state directory.
 const routeOverridesFile = "route-overrides.json"
@@ -92,20 +93,35 @@ func (d *daemon) patchRoute(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, &admin.Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	}
-	if err := d.router.SetSplit(name, shares); err != nil {
-		switch {
-		case errors.Is(err, router.ErrUnknownSplit):
-			return nil, admin.Errorf(http.StatusBadRequest, "route %q does not split its traffic (its `to` names one pool)", name)
-		case errors.Is(err, router.ErrBadSplit):
-			return nil, admin.Errorf(http.StatusBadRequest, "shares: %v", err)
+	if d.cluster != nil {
+		if err := d.router.CheckSplit(name, shares); err != nil {
+			return nil, splitError(name, err)
 		}
-		return nil, err
+		if err := d.patchClusterRouteShares(r, name, shares); err != nil {
+			return nil, err
+		}
+		return d.route(name)
+	}
+	if err := d.router.SetSplit(name, shares); err != nil {
+		return nil, splitError(name, err)
 	}
 	if err := d.saveRouteOverrides(); err != nil {
 		d.log.Error("saving route overrides", "err", err)
 		return nil, admin.Errorf(http.StatusInternalServerError, "shares applied but not saved: %v", err)
 	}
 	return d.route(name)
+}
+
+// splitError is the admin answer to a split SetSplit or CheckSplit
+// refused.
+func splitError(name string, err error) error {
+	switch {
+	case errors.Is(err, router.ErrUnknownSplit):
+		return admin.Errorf(http.StatusBadRequest, "route %q does not split its traffic (its `to` names one pool)", name)
+	case errors.Is(err, router.ErrBadSplit):
+		return admin.Errorf(http.StatusBadRequest, "shares: %v", err)
+	}
+	return err
 }
 
 // decodeShares reads {"shares": {"POOL": PERCENT, ...}} (percentages with

@@ -165,6 +165,9 @@ func (d *daemon) start() error {
 		return fmt.Errorf("applying configuration: %w", err)
 	}
 	d.setLive(d.cfg)
+	// Before the cluster: in one, the cluster's route shares win over
+	// this instance's journal.
+	d.replayRouteOverrides()
 	if err := d.startCluster(); err != nil {
 		return err
 	}
@@ -173,7 +176,6 @@ func (d *daemon) start() error {
 		return err
 	}
 	d.replayOverrides()
-	d.replayRouteOverrides()
 	if err := d.startAdmin(); err != nil {
 		return err
 	}
