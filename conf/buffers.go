@@ -11,6 +11,12 @@ const (
 	DefaultBufferMemory        int64 = 64 << 20
 	DefaultBufferDisk          int64 = 1 << 30
 	DefaultBufferRequestMemory int64 = 1 << 20
+	// DefaultBufferResponseMemory and DefaultBufferResponseMax are
+	// Buffers.ResponseMemory and ResponseMax when none is written;
+	// NoResponseMax is ResponseMax for `response_max off`.
+	DefaultBufferResponseMemory int64 = 1 << 20
+	DefaultBufferResponseMax    int64 = 1 << 30
+	NoResponseMax               int64 = -1
 )
 
 // buffersDirective reads the buffers block and checks it as a whole: the
@@ -23,8 +29,14 @@ func buffersDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	if mem == 0 {
 		mem = DefaultBufferMemory
 	}
-	if rm := findDirective(d, "request_memory"); rm != nil && bf.RequestMemory > mem {
-		b.errorf(rm.Args[0].Pos, "request_memory: %s is more than the buffers' memory (%s)", rm.Args[0].Value, sizeText(mem))
+	for _, name := range [...]string{"request_memory", "response_memory"} {
+		v := bf.RequestMemory
+		if name == "response_memory" {
+			v = bf.ResponseMemory
+		}
+		if rm := findDirective(d, name); rm != nil && v > mem {
+			b.errorf(rm.Args[0].Pos, "%s: %s is more than the buffers' memory (%s)", name, rm.Args[0].Value, sizeText(mem))
+		}
 	}
 }
 
@@ -40,6 +52,16 @@ var buffersTable = table[*Buffers]{
 	},
 	"request_memory": func(b *builder, bf *Buffers, d *routes.Directive) {
 		b.setSizeRange(d, minBuffer, math.MaxInt64, &bf.RequestMemory)
+	},
+	"response_memory": func(b *builder, bf *Buffers, d *routes.Directive) {
+		b.setSizeRange(d, minBuffer, math.MaxInt64, &bf.ResponseMemory)
+	},
+	"response_max": func(b *builder, bf *Buffers, d *routes.Directive) {
+		if d.Args[0].Value == "off" {
+			bf.ResponseMax = NoResponseMax
+			return
+		}
+		b.setSizeRange(d, minBuffer, math.MaxInt64, &bf.ResponseMax)
 	},
 	"dir": func(b *builder, bf *Buffers, d *routes.Directive) { bf.Dir = b.filePath(d, 0, WritableDir) },
 }

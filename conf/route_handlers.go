@@ -42,6 +42,7 @@ type draft struct {
 	forwardAuth *ForwardAuth
 	jwt         *JWT
 	streamBody  bool // request_buffering off
+	streamResp  bool // response_buffering off
 	terminate   bool // tcp route: tls terminate
 	respTimeout time.Duration
 }
@@ -60,7 +61,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, StreamRequestBody: r.streamBody, StreamResponseBody: r.streamResp, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
 	})
 }
 
@@ -137,6 +138,11 @@ var routeTable = table[*draft]{
 		on := true
 		b.setSwitch(d, &on)
 		r.streamBody = !on
+	},
+	"response_buffering": func(b *builder, r *draft, d *routes.Directive) {
+		on := true
+		b.setSwitch(d, &on)
+		r.streamResp = !on
 	},
 }
 

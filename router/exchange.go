@@ -31,6 +31,7 @@ type exchange struct {
 	traceHex [32]byte            // the access log's trace_id text
 	pageBuf  []byte              // a rendered error page (writeText)
 	certBuf  []byte              // the X-Forwarded-Client-Cert value
+	rq       bodybuf.Queue       // a buffered response body (respbuf.go), started per response
 	requestState
 }
 

@@ -67,6 +67,8 @@ type route struct {
 	jwt        *jwtPolicy   // nil: none
 	// streamBody: request_buffering off (conf.Route.StreamRequestBody).
 	streamBody bool
+	// respBuf: response buffering (respbuf.go), resolved at load.
+	respBuf respBuffering
 	// respTimeout: the route's response_timeout; 0: the pool's.
 	respTimeout time.Duration
 }
@@ -116,7 +118,8 @@ func compileRoutes(cfg *conf.Config) ([]*route, error) {
 		routes[i] = &route{name: rc.Name, upstream: rc.Upstream, chain: ch, access: compileAccess(rc.Access), cors: compileCORS(rc.CORS),
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
-			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout}
+			jwt: compileJWT(rc.JWT), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout,
+			respBuf: compileRespBuffering(rc, cfg.Buffers)}
 	}
 	return routes, nil
 }

@@ -221,6 +221,8 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "memory", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "disk", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "request_memory", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "response_memory", Usage: "SIZE", Min: 1, Max: 1},
+		{Name: "response_max", Usage: "SIZE|off", Min: 1, Max: 1},
 		{Name: "dir", Usage: "PATH", Min: 1, Max: 1},
 	},
 	UpstreamBlock: {
@@ -306,6 +308,7 @@ var vocabulary = map[BlockKind][]Spec{
 		Spec{Name: "jwt", Block: JWTBlock},
 		Spec{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 		Spec{Name: "request_buffering", Usage: "on|off", Min: 1, Max: 1},
+		Spec{Name: "response_buffering", Usage: "on|off", Min: 1, Max: 1},
 		Spec{Name: "response_timeout", Usage: "DURATION", Min: 1, Max: 1},
 	),
 	CORSBlock: {

@@ -234,10 +234,13 @@ func (q *Queue) rewind() {
 }
 
 // Close ends the producer's side: err is io.EOF at the end of the body,
-// else why it broke. It reports false when the consumer had stopped.
+// else why it broke; a second Close keeps the first err. It reports false
+// when the consumer had stopped.
 func (q *Queue) Close(err error) bool {
 	q.mu.Lock()
-	q.end = err
+	if q.end == nil {
+		q.end = err
+	}
 	stopped := q.stop
 	q.mu.Unlock()
 	signal(q.data)
@@ -254,6 +257,14 @@ func (q *Queue) Stop() bool {
 	q.mu.Unlock()
 	signal(q.room)
 	return open
+}
+
+// Ready reports whether Next would return at once: bytes are held, or the
+// producer has ended.
+func (q *Queue) Ready() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held > 0 || q.end != nil
 }
 
 // Next waits for bytes at the front and returns a view of them, valid
