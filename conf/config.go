@@ -128,6 +128,14 @@ type Listener struct {
 	// 10s; the zero value, in a Listener not made by Load or
 	// DefaultListener, also means 10s.
 	BodyTimeout time.Duration
+	// BodyMinRate is the least rate at which a client must send a body
+	// edgeway buffers (`body_min_rate SIZE/s [WINDOW]`): measured over
+	// each Window of the upload (default 5s, at least 1s), a body that
+	// brought fewer than Bytes per second over a window is answered 408
+	// and its connection closed, and nothing reaches a server. It catches
+	// the trickle that body_timeout's silence cannot (a few bytes every
+	// few seconds). Default off (zero Bytes).
+	BodyMinRate MinRate
 	// MaxConns caps concurrent client connections; further ones wait in the
 	// kernel backlog. 0 means no limit. Default 0.
 	MaxConns int

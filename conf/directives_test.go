@@ -46,6 +46,15 @@ func TestDirectives(t *testing.T) {
 		{desc: "body_timeout", base: baseListen, line: "body_timeout 2s", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 2*time.Second }},
 		{desc: "body_timeout default", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 10*time.Second }},
 		{desc: "body_timeout off", base: baseListen, line: "body_timeout off", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == NoBodyTimeout }},
+		{desc: "body_min_rate", base: baseListen, line: "body_min_rate 1KiB/s 2s", check: func(c *Config) bool {
+			return c.Listeners[0].BodyMinRate == MinRate{Bytes: 1024, Window: 2 * time.Second}
+		}},
+		{desc: "body_min_rate default window", base: baseListen, line: "body_min_rate 100/s", check: func(c *Config) bool {
+			return c.Listeners[0].BodyMinRate == MinRate{Bytes: 100, Window: DefaultBodyMinRateWindow}
+		}},
+		{desc: "body_min_rate default off", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyMinRate == MinRate{} }},
+		{desc: "body_min_rate not a rate", base: baseListen, line: "body_min_rate 1KiB", err: `3:17: body_min_rate: "1KiB" is not a rate`},
+		{desc: "body_min_rate short window", base: baseListen, line: "body_min_rate 1KiB/s 10ms", err: `3:24: body_min_rate: window "10ms" is not a duration of at least 1s`},
 		{desc: "body_timeout zero", base: baseListen, line: "body_timeout 0s", err: `3:16: body_timeout: must be more than 0`},
 		{desc: "request_buffering default", base: baseRoute, line: "to u", check: func(c *Config) bool { return !c.Routes[0].StreamRequestBody }},
 		{desc: "request_buffering off", base: baseRoute, line: "to u; request_buffering off", check: func(c *Config) bool { return c.Routes[0].StreamRequestBody }},

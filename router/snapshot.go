@@ -28,8 +28,10 @@ type httpListener struct {
 	maxBody   int64 // request body limit in bytes; 0: none
 	// bodyTimeout bounds a buffered body's silence; 0: none.
 	bodyTimeout time.Duration
-	trusted     []netip.Prefix
-	access      *accessList // allow/deny; nil: none
+	// minRate: body_min_rate, for a buffered body (buffering.go).
+	minRate conf.MinRate
+	trusted []netip.Prefix
+	access  *accessList // allow/deny; nil: none
 	// errorPages: the listener's error_page lines; nil: none.
 	errorPages errorPages
 	notFound   []byte
@@ -134,6 +136,7 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		normalize:   lc.Normalize,
 		maxBody:     bodyLimit(lc),
 		bodyTimeout: bodyTimeoutOf(lc),
+		minRate:     lc.BodyMinRate,
 		trusted:     lc.TrustedProxies,
 		access:      compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
 		errorPages:  compileErrorPages(lc.ErrorPages),

@@ -121,6 +121,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "max_header_bytes", Usage: "SIZE", Min: 1, Max: 1},
 		{Name: "max_body_bytes", Usage: "SIZE|unlimited", Min: 1, Max: 1},
 		{Name: "body_timeout", Usage: "DURATION|off", Min: 1, Max: 1},
+		{Name: "body_min_rate", Usage: "SIZE/s [DURATION]|off", Min: 1, Max: 2},
 		{Name: "max_conns", Usage: "N", Min: 1, Max: 1},
 		{Name: "backlog", Usage: "N", Min: 1, Max: 1},
 		{Name: "reuseport", Usage: "on|off", Min: 1, Max: 1},
