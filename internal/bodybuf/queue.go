@@ -293,6 +293,10 @@ func (q *Queue) Next(scratch []byte) ([]byte, error) {
 		}
 		q.popChunk() // taken whole, and the producer writes to the file now
 	}
+	if q.file == nil { // cannot happen: held bytes not in memory are in the file
+		q.mu.Unlock()
+		return nil, errors.New("bodybuf: queue bytes lost")
+	}
 	off, n := q.fileR, min(int64(len(scratch)), q.held)
 	q.mu.Unlock()
 	m, err := q.file.ReadAt(scratch[:n], off)
