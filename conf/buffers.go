@@ -2,6 +2,8 @@ package conf
 
 import (
 	"math"
+	"strings"
+	"time"
 
 	"github.com/edgeway/edgeway/routes"
 )
@@ -11,6 +13,12 @@ const (
 	DefaultBufferMemory        int64 = 64 << 20
 	DefaultBufferDisk          int64 = 1 << 30
 	DefaultBufferRequestMemory int64 = 1 << 20
+	// DefaultBufferResponseMemory and DefaultBufferResponseMax are
+	// Buffers.ResponseMemory and ResponseMax when none is written;
+	// NoResponseMax is ResponseMax for `response_max off`.
+	DefaultBufferResponseMemory int64 = 1 << 20
+	DefaultBufferResponseMax    int64 = 1 << 30
+	NoResponseMax               int64 = -1
 )
 
 // buffersDirective reads the buffers block and checks it as a whole: the
@@ -23,9 +31,49 @@ func buffersDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	if mem == 0 {
 		mem = DefaultBufferMemory
 	}
-	if rm := findDirective(d, "request_memory"); rm != nil && bf.RequestMemory > mem {
-		b.errorf(rm.Args[0].Pos, "request_memory: %s is more than the buffers' memory (%s)", rm.Args[0].Value, sizeText(mem))
+	for _, name := range [...]string{"request_memory", "response_memory"} {
+		v := bf.RequestMemory
+		if name == "response_memory" {
+			v = bf.ResponseMemory
+		}
+		if rm := findDirective(d, name); rm != nil && v > mem {
+			b.errorf(rm.Args[0].Pos, "%s: %s is more than the buffers' memory (%s)", name, rm.Args[0].Value, sizeText(mem))
+		}
 	}
+}
+
+// MinRate is a listener's body_min_rate.
+type MinRate struct {
+	Bytes  int64         // bytes per second; 0: no minimum
+	Window time.Duration // what each measure spans
+}
+
+// DefaultBodyMinRateWindow is body_min_rate's window when none is written.
+const DefaultBodyMinRateWindow = 5 * time.Second
+
+// bodyMinRate reads `body_min_rate SIZE/s [DURATION]|off`.
+func bodyMinRate(b *builder, l *Listener, d *routes.Directive) {
+	a := d.Args[0]
+	if a.Value == "off" && len(d.Args) == 1 {
+		l.BodyMinRate = MinRate{}
+		return
+	}
+	size, ok := strings.CutSuffix(a.Value, "/s")
+	n, err := routes.ParseSize(size)
+	if !ok || err != nil || n <= 0 {
+		b.errorf(a.Pos, "body_min_rate: %q is not a rate (expected SIZE/s, as 1KiB/s, or off)", a.Value)
+		return
+	}
+	r := MinRate{Bytes: n, Window: DefaultBodyMinRateWindow}
+	if len(d.Args) == 2 {
+		w, err := time.ParseDuration(d.Args[1].Value)
+		if err != nil || w < time.Second {
+			b.errorf(d.Args[1].Pos, "body_min_rate: window %q is not a duration of at least 1s", d.Args[1].Value)
+			return
+		}
+		r.Window = w
+	}
+	l.BodyMinRate = r
 }
 
 // minBuffer is the least a buffers size may be: one 64 KiB chunk.
@@ -40,6 +88,16 @@ var buffersTable = table[*Buffers]{
 	},
 	"request_memory": func(b *builder, bf *Buffers, d *routes.Directive) {
 		b.setSizeRange(d, minBuffer, math.MaxInt64, &bf.RequestMemory)
+	},
+	"response_memory": func(b *builder, bf *Buffers, d *routes.Directive) {
+		b.setSizeRange(d, minBuffer, math.MaxInt64, &bf.ResponseMemory)
+	},
+	"response_max": func(b *builder, bf *Buffers, d *routes.Directive) {
+		if d.Args[0].Value == "off" {
+			bf.ResponseMax = NoResponseMax
+			return
+		}
+		b.setSizeRange(d, minBuffer, math.MaxInt64, &bf.ResponseMax)
 	},
 	"dir": func(b *builder, bf *Buffers, d *routes.Directive) { bf.Dir = b.filePath(d, 0, WritableDir) },
 }

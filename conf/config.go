@@ -131,6 +131,14 @@ type Listener struct {
 	// 10s; the zero value, in a Listener not made by Load or
 	// DefaultListener, also means 10s.
 	BodyTimeout time.Duration
+	// BodyMinRate is the least rate at which a client must send a body
+	// edgeway buffers (`body_min_rate SIZE/s [WINDOW]`): measured over
+	// each Window of the upload (default 5s, at least 1s), a body that
+	// brought fewer than Bytes per second over a window is answered 408
+	// and its connection closed, and nothing reaches a server. It catches
+	// the trickle that body_timeout's silence cannot (a few bytes every
+	// few seconds). Default off (zero Bytes).
+	BodyMinRate MinRate
 	// MaxConns caps concurrent client connections; further ones wait in the
 	// kernel backlog. 0 means no limit. Default 0.
 	MaxConns int
@@ -288,6 +296,15 @@ type Buffers struct {
 	// RequestMemory is the memory one body may take before it goes on
 	// in a file (`request_memory SIZE`). Default 1MiB; at most Memory.
 	RequestMemory int64
+	// ResponseMemory is the memory one response body may hold, not yet
+	// taken by its client, before it goes on in a file (`response_memory
+	// SIZE`). Default 1MiB; at most Memory.
+	ResponseMemory int64
+	// ResponseMax caps the bytes one response holds, memory and file,
+	// not yet taken by its client (`response_max SIZE|off`); past it,
+	// reading the server waits for the client: the rest streams. Default
+	// 1GiB; NoResponseMax (`off`) buffers none (every response streams).
+	ResponseMax int64
 	// Dir is the folder of the temporary files (`dir PATH`), created at
 	// start when missing. Default "": the system's ($TMPDIR or /tmp).
 	Dir string
@@ -418,6 +435,13 @@ type Route struct {
 	// (Buffers, Listener.BodyTimeout), before a server is picked. gRPC
 	// and bodies of unknown length to an h2c upstream always stream.
 	StreamRequestBody bool
+	// StreamResponseBody (`response_buffering off`) sends a response body
+	// to the client at the client's pace, holding the server's connection
+	// until the client took it all. Default false: the body is read as
+	// fast as the server sends it, into memory then a file (Buffers), and
+	// the server's connection is free as soon as it ended. Event streams,
+	// gRPC and answers with `X-Accel-Buffering: no` always stream.
+	StreamResponseBody bool
 	// ResponseTimeout (`response_timeout D` in the route) replaces the
 	// pool's response_timeout for this route's requests. Default 0: the
 	// pool's.

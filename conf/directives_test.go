@@ -47,11 +47,29 @@ func TestDirectives(t *testing.T) {
 		{desc: "body_timeout", base: baseListen, line: "body_timeout 2s", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 2*time.Second }},
 		{desc: "body_timeout default", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 10*time.Second }},
 		{desc: "body_timeout off", base: baseListen, line: "body_timeout off", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == NoBodyTimeout }},
+		{desc: "body_min_rate", base: baseListen, line: "body_min_rate 1KiB/s 2s", check: func(c *Config) bool {
+			return c.Listeners[0].BodyMinRate == MinRate{Bytes: 1024, Window: 2 * time.Second}
+		}},
+		{desc: "body_min_rate default window", base: baseListen, line: "body_min_rate 100/s", check: func(c *Config) bool {
+			return c.Listeners[0].BodyMinRate == MinRate{Bytes: 100, Window: DefaultBodyMinRateWindow}
+		}},
+		{desc: "body_min_rate default off", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyMinRate == MinRate{} }},
+		{desc: "body_min_rate not a rate", base: baseListen, line: "body_min_rate 1KiB", err: `3:17: body_min_rate: "1KiB" is not a rate`},
+		{desc: "body_min_rate short window", base: baseListen, line: "body_min_rate 1KiB/s 10ms", err: `3:24: body_min_rate: window "10ms" is not a duration of at least 1s`},
 		{desc: "body_timeout zero", base: baseListen, line: "body_timeout 0s", err: `3:16: body_timeout: must be more than 0`},
 		{desc: "request_buffering default", base: baseRoute, line: "to u", check: func(c *Config) bool { return !c.Routes[0].StreamRequestBody }},
 		{desc: "request_buffering off", base: baseRoute, line: "to u; request_buffering off", check: func(c *Config) bool { return c.Routes[0].StreamRequestBody }},
 		{desc: "request_buffering on", base: baseRoute, line: "to u; request_buffering on", check: func(c *Config) bool { return !c.Routes[0].StreamRequestBody }},
 		{desc: "request_buffering bad", base: baseRoute, line: "to u; request_buffering maybe", err: `5:27: request_buffering: `},
+		{desc: "response_buffering default", base: baseRoute, line: "to u", check: func(c *Config) bool { return !c.Routes[0].StreamResponseBody }},
+		{desc: "response_buffering off", base: baseRoute, line: "to u; response_buffering off", check: func(c *Config) bool { return c.Routes[0].StreamResponseBody }},
+		{desc: "response_buffering bad", base: baseRoute, line: "to u; response_buffering later", err: `5:28: response_buffering: `},
+		{desc: "buffers response sizes", base: baseTop, line: "buffers { response_memory 256KiB; response_max 8MiB }", check: func(c *Config) bool {
+			return c.Buffers.ResponseMemory == 256<<10 && c.Buffers.ResponseMax == 8<<20
+		}},
+		{desc: "buffers response_max off", base: baseTop, line: "buffers { response_max off }", check: func(c *Config) bool { return c.Buffers.ResponseMax == NoResponseMax }},
+		{desc: "buffers response_max too small", base: baseTop, line: "buffers { response_max 1KiB }", err: `4:24: response_max: 1KiB is out of range (expected at least 64KiB)`},
+		{desc: "buffers response_memory over memory", base: baseTop, line: "buffers { memory 1MiB; response_memory 2MiB }", err: `4:40: response_memory: 2MiB is more than the buffers' memory (1MiB)`},
 		{desc: "shutdown_delay", base: baseTop, line: "shutdown_delay 30s", check: func(c *Config) bool { return c.ShutdownDelay == 30*time.Second }},
 		{desc: "shutdown_delay bad", base: baseTop, line: "shutdown_delay soon", err: `4:16: shutdown_delay: invalid duration "soon"`},
 		{desc: "log access_output", base: baseTop, line: "log { output /var/log/e.log; access_output /var/log/access.log }", check: func(c *Config) bool {

@@ -43,6 +43,7 @@ type draft struct {
 	jwt         *JWT
 	jwtPolicy   string
 	streamBody  bool // request_buffering off
+	streamResp  bool // response_buffering off
 	terminate   bool // tcp route: tls terminate
 	respTimeout time.Duration
 	// split, sticky and rollback: a split `to` and what goes with it
@@ -52,7 +53,7 @@ type draft struct {
 	rollback               *Rollback
 	stickyPos, rollbackPos routes.Pos
 	// policy: the route's own timeouts, body limit and retries (policy.go).
-	policy routePolicy
+	policy    routePolicy
 	mirrors   []Mirror
 	mirrorPos []routes.Pos
 }
@@ -72,7 +73,7 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 	b.checkMirrors(r)
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
-		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, JWTPolicy: r.jwtPolicy, StreamRequestBody: r.streamBody, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
+		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, JWTPolicy: r.jwtPolicy, StreamRequestBody: r.streamBody, StreamResponseBody: r.streamResp, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
 		Split: b.finishSplit(r), ConnectTimeout: r.policy.connect, IdleTimeout: r.policy.idle, MaxBodyBytes: r.policy.maxBody,
 		Retry: r.policy.retry, PolicyAt: r.policy.at, Mirrors: r.mirrors,
 	})
@@ -162,6 +163,11 @@ var routeTable = table[*draft]{
 		on := true
 		b.setSwitch(d, &on)
 		r.streamBody = !on
+	},
+	"response_buffering": func(b *builder, r *draft, d *routes.Directive) {
+		on := true
+		b.setSwitch(d, &on)
+		r.streamResp = !on
 	},
 }
 

@@ -116,9 +116,45 @@ func (x *exchange) bufferBody() bool {
 // be made or written): the body streams.
 var errBufferFull = errors.New("request body buffer")
 
+// errBodyTooSlow: a buffered body came slower than body_min_rate.
+var errBodyTooSlow = errors.New("request body slower than body_min_rate")
+
+// rateWindow measures a body's rate over windows of body_min_rate.
+type rateWindow struct {
+	rate  conf.MinRate
+	start time.Time // of the window; zero: no minimum
+	base  int64     // body bytes when it started
+}
+
+func (w *rateWindow) begin(rate conf.MinRate) {
+	if w.rate = rate; rate.Bytes > 0 {
+		w.start = time.Now()
+	}
+}
+
+// check is called after each read, with the body's bytes so far: once a
+// window has passed, it fails unless the window brought the minimum.
+func (w *rateWindow) check(size int64) error {
+	if w.start.IsZero() {
+		return nil
+	}
+	now := time.Now()
+	el := now.Sub(w.start)
+	if el < w.rate.Window {
+		return nil
+	}
+	if float64(size-w.base) < float64(w.rate.Bytes)*el.Seconds() {
+		return errBodyTooSlow
+	}
+	w.start, w.base = now, size
+	return nil
+}
+
 // readBody fills x.body until the body ends.
 func (x *exchange) readBody(timeout time.Duration, limit int64) error {
 	in, b := x.in, &x.body
+	var rw rateWindow
+	rw.begin(x.l.minRate)
 	for {
 		if in.ContentLength > 0 && b.Size() == in.ContentLength {
 			// All of it: read the end without taking a chunk for it.
@@ -142,6 +178,11 @@ func (x *exchange) readBody(timeout time.Duration, limit int64) error {
 		b.Commit(n)
 		if limit > 0 && b.Size() > limit {
 			return errBodyTooLarge
+		}
+		if err == nil {
+			if err := rw.check(b.Size()); err != nil {
+				return err
+			}
 		}
 		if err == io.EOF {
 			return nil
@@ -167,7 +208,8 @@ func (x *exchange) overflow(err error) {
 // forwarded, so no server is charged.
 func (x *exchange) bodyFailed(err error, timeout time.Duration) {
 	x.outcome = upstream.Abandoned
-	stalled := timeout > 0 && isTimeout(err)
+	slow := errors.Is(err, errBodyTooSlow)
+	stalled := slow || (timeout > 0 && isTimeout(err))
 	// A stalled body is answered even when the front end cancelled the
 	// request's context for the failed read (net/http does).
 	if !stalled && x.in.Context().Err() != nil {
@@ -178,7 +220,11 @@ func (x *exchange) bodyFailed(err error, timeout time.Duration) {
 	}
 	code := 400
 	attrs := []slog.Attr{slog.String("route", x.rt.name), slog.Int64("received", x.body.Size())}
-	if stalled {
+	switch {
+	case slow:
+		code = 408
+		attrs = append(attrs, slog.String("timeout", "body_min_rate"), slog.Int64("body_min_rate", x.l.minRate.Bytes))
+	case stalled:
 		code = 408
 		attrs = append(attrs, slog.String("timeout", "body_timeout"), slog.Duration("body_timeout", timeout))
 	}

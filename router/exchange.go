@@ -32,6 +32,7 @@ type exchange struct {
 	pageBuf  []byte              // a rendered error page (writeText)
 	certBuf  []byte              // the X-Forwarded-Client-Cert value
 	tokBuf   []byte              // a bearer token, to hash (checkToken)
+	rq       bodybuf.Queue       // a buffered response body (respbuf.go), started per response
 	requestState
 }
 

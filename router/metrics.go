@@ -41,6 +41,8 @@ type Metrics struct {
 	retries, budget, overLimit, mirrored, state, inFlight, ejections, transitions *prometheus.Desc
 
 	bufBytes, bufSpills, bufOverflows *prometheus.Desc
+	// respBuf*: the response body queues (respbuf.go)
+	respBufBytes, respBufSpills, respBufOverflows *prometheus.Desc
 
 	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
 	duration, upDuration                              *prometheus.Desc
@@ -107,6 +109,12 @@ func NewMetrics() *Metrics {
 			"Request bodies that outgrew their memory and went on in a temporary file.", nil, nil),
 		bufOverflows: prometheus.NewDesc("edgeway_buffer_overflow_total",
 			"Request bodies that could not be held (the buffers' disk cap was reached, or a temporary file failed) and streamed instead.", nil, nil),
+		respBufBytes: prometheus.NewDesc("edgeway_response_buffer_bytes",
+			"Bytes of response bodies read from servers and not yet taken by their clients (response buffering), by where: memory or disk.", []string{"where"}, nil),
+		respBufSpills: prometheus.NewDesc("edgeway_response_buffer_spills_total",
+			"Response bodies whose clients fell behind past their memory, and that went on in a temporary file.", nil, nil),
+		respBufOverflows: prometheus.NewDesc("edgeway_response_buffer_overflow_total",
+			"Response bodies that outgrew response_max or the buffers' caps and streamed the rest at their client's pace.", nil, nil),
 	}
 }
 
@@ -301,7 +309,7 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
 		m.retries, m.budget, m.overLimit, m.mirrored, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions, jwksFetches,
-		m.bufBytes, m.bufSpills, m.bufOverflows} {
+		m.bufBytes, m.bufSpills, m.bufOverflows, m.respBufBytes, m.respBufSpills, m.respBufOverflows} {
 		ch <- d
 	}
 	m.refused.Describe(ch)
@@ -371,6 +379,11 @@ func (m *Metrics) collectBuffers(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.bufBytes, prometheus.GaugeValue, float64(s.Disk), "disk")
 	ch <- prometheus.MustNewConstMetric(m.bufSpills, prometheus.CounterValue, float64(s.Spills))
 	ch <- prometheus.MustNewConstMetric(m.bufOverflows, prometheus.CounterValue, float64(s.Overflows))
+	r := s.Response
+	ch <- prometheus.MustNewConstMetric(m.respBufBytes, prometheus.GaugeValue, float64(r.Memory), "memory")
+	ch <- prometheus.MustNewConstMetric(m.respBufBytes, prometheus.GaugeValue, float64(r.Disk), "disk")
+	ch <- prometheus.MustNewConstMetric(m.respBufSpills, prometheus.CounterValue, float64(r.Spills))
+	ch <- prometheus.MustNewConstMetric(m.respBufOverflows, prometheus.CounterValue, float64(r.Overflows))
 }
 
 // collectPools reports each live server's state, in-flight requests and

@@ -18,6 +18,7 @@ func (x *exchange) relay() {
 	// Lifetime: resp.Header views the upstream connection's read buffer
 	// until the first body read; WriteHead serialises or copies it first.
 	x.respHdr = appendEndToEnd(x.respHdr[:0], resp.Header, false)
+	buffered := x.buffersResponse(resp.Header) // respbuf.go
 	x.respHdr = x.sticky(applyHeaders(x.corsHeaders(x.respHdr), x.rt.chain.respHeader))
 	length, coding := resp.ContentLength, ""
 	if p := x.rt.compress; p != nil {
@@ -45,7 +46,12 @@ func (x *exchange) relay() {
 	}
 	g := x.wd.gen()
 	x.wd.arm(g, phaseDownload)
-	err := x.copyBody(resp.Body, stream, dst, enc)
+	var err error
+	if buffered { // read ahead of the client (respbuf.go)
+		err = x.copyBuffered(resp.Body, stream, dst, enc)
+	} else {
+		err = x.copyBody(resp.Body, stream, dst, enc)
+	}
 	if enc != nil {
 		if err == nil && enc.Close() != nil {
 			err = errClientWrite

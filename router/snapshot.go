@@ -31,8 +31,10 @@ type httpListener struct {
 	maxBody   int64 // request body limit in bytes; 0: none
 	// bodyTimeout bounds a buffered body's silence; 0: none.
 	bodyTimeout time.Duration
-	trusted     []netip.Prefix
-	access      *accessList // allow/deny; nil: none
+	// minRate: body_min_rate, for a buffered body (buffering.go).
+	minRate conf.MinRate
+	trusted []netip.Prefix
+	access  *accessList // allow/deny; nil: none
 	// errorPages: the listener's error_page lines; nil: none.
 	errorPages errorPages
 	notFound   []byte
@@ -74,6 +76,8 @@ type route struct {
 	jwt        *jwtPolicy   // nil: none
 	// streamBody: request_buffering off (conf.Route.StreamRequestBody).
 	streamBody bool
+	// respBuf: response buffering (respbuf.go), resolved at load.
+	respBuf respBuffering
 	// respTimeout: the route's response_timeout; 0: the pool's.
 	respTimeout time.Duration
 	// split: the route's traffic split (split.go); nil: none. splitOf:
@@ -140,7 +144,7 @@ func compileRoutes(cfg *conf.Config, jwts map[string]*jwtPolicy) ([]*route, erro
 			errorPages: compileErrorPages(rc.ErrorPages), auth: compileBasicAuth(rc.BasicAuth), limitNames: rc.Limits,
 			compress: compileCompress(rc.Compress), fwdAuth: compileForwardAuth(rc.ForwardAuth),
 			jwt: routeJWT(rc, jwts), streamBody: rc.StreamRequestBody, respTimeout: rc.ResponseTimeout,
-			mirrors: compileMirrors(rc.Mirrors)}
+			mirrors: compileMirrors(rc.Mirrors), respBuf: compileRespBuffering(rc, cfg.Buffers)}
 		routes[i].connectTimeout, routes[i].idleTimeout, routes[i].maxBody, routes[i].retry =
 			rc.ConnectTimeout, rc.IdleTimeout, rc.MaxBodyBytes, rc.Retry
 		if rc.Split != nil {
@@ -160,6 +164,7 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		normalize:   lc.Normalize,
 		maxBody:     bodyLimit(lc),
 		bodyTimeout: bodyTimeoutOf(lc),
+		minRate:     lc.BodyMinRate,
 		trusted:     lc.TrustedProxies,
 		access:      compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
 		errorPages:  compileErrorPages(lc.ErrorPages),

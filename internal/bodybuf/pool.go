@@ -8,8 +8,9 @@
 //
 // Cost: a body takes one 4 KiB chunk for its first bytes and 64 KiB chunks
 // after that, from sync.Pools; a request without a body takes nothing.
-// Request bodies use it today (router); responses are meant to share the
-// same Pool and caps.
+// Request bodies use a Buffer (kept whole for retries); response bodies a
+// Queue, which hands back what the client took at once. Both share one
+// Pool and its caps.
 package bodybuf
 
 import (
@@ -80,6 +81,11 @@ type Pool struct {
 	disk      atomic.Int64 // bytes reserved in temporary files
 	spills    atomic.Uint64
 	overflows atomic.Uint64
+	// The share of the counters above that Queues (responses) hold:
+	// memory and disk count every body against one cap, and Stats splits
+	// them for the metrics.
+	respMemory, respDisk      atomic.Int64
+	respSpills, respOverflows atomic.Uint64
 }
 
 // NewPool returns a Pool with the given limits (zero fields: defaults).
@@ -99,16 +105,28 @@ func (p *Pool) SetLimits(l Limits) {
 // Limits returns the limits in force, defaults filled in.
 func (p *Pool) Limits() Limits { return *p.lim.Load() }
 
-// Stats is a snapshot of a Pool's counters.
+// Stats is a snapshot of a Pool's counters: Memory, Disk, Spills and
+// Overflows are the Buffers' (request bodies), Response the Queues'.
 type Stats struct {
 	Memory, Disk int64  // bytes held now
 	Spills       uint64 // bodies that went on from memory to a file
 	Overflows    uint64 // bodies that could not be held: ErrFull, or a file that failed
+	Response     QueueStats
+}
+
+// QueueStats are the counters of the Queues (response bodies).
+type QueueStats struct {
+	Memory, Disk int64  // bytes held now, not yet taken by the consumer
+	Spills       uint64 // bodies that went on from memory to a file
+	Overflows    uint64 // bodies past the caps that streamed (waited for the consumer)
 }
 
 // Stats returns the counters.
 func (p *Pool) Stats() Stats {
-	return Stats{Memory: p.memory.Load(), Disk: p.disk.Load(), Spills: p.spills.Load(), Overflows: p.overflows.Load()}
+	r := QueueStats{Memory: p.respMemory.Load(), Disk: p.respDisk.Load(),
+		Spills: p.respSpills.Load(), Overflows: p.respOverflows.Load()}
+	return Stats{Memory: max(p.memory.Load()-r.Memory, 0), Disk: max(p.disk.Load()-r.Disk, 0),
+		Spills: p.spills.Load() - r.Spills, Overflows: p.overflows.Load() - r.Overflows, Response: r}
 }
 
 // reserve adds n to c unless that passes limit.
