@@ -45,11 +45,18 @@ type h2Exchange struct {
 	headDone bool
 	timer    *time.Timer // the response-header timeout, once armed
 	bodyErr  error       // the request body's read error, if it failed
+	// respTimeout is the response-header timeout, read from the request
+	// when the exchange starts: the body writer's goroutine arms it, and
+	// must not read the caller's Request, which the caller may reuse.
+	respTimeout time.Duration
 }
 
 // do sends req over HTTP/2 and fills resp once the response head arrived.
 func (h *h2Client) do(addr string, req *Request, resp *Response) error {
-	x := &h2Exchange{h: h, addr: addr, req: req, resp: resp}
+	x := &h2Exchange{h: h, addr: addr, req: req, resp: resp, respTimeout: h.t.respTimeout}
+	if req.ResponseTimeout > 0 {
+		x.respTimeout = req.ResponseTimeout
+	}
 	x.body.x = x
 	if err := x.build(); err != nil {
 		return err
@@ -261,10 +268,7 @@ func h2Skip(name string) bool {
 // without a body, once the body was sent otherwise (as HTTP/1.1 does), so
 // that a stream the client keeps open is not cut.
 func (x *h2Exchange) armTimeout() {
-	d := x.h.t.respTimeout
-	if x.req.ResponseTimeout > 0 {
-		d = x.req.ResponseTimeout
-	}
+	d := x.respTimeout
 	if d <= 0 {
 		return
 	}
