@@ -378,7 +378,10 @@ type Upstream struct {
 	// upstream: it forwards raw bytes. Default "http1"; "" is read as
 	// "http1".
 	Protocol string
-	Pos      Pos
+	// H2Fallback (`fallback http1` beside `protocol h2`) lets a server that does
+	// not pick h2 by ALPN be spoken to over HTTP/1.1 instead of refused.
+	H2Fallback bool
+	Pos        Pos
 }
 
 // Server is one `server ADDR [weight N]` line.

@@ -342,6 +342,8 @@ func TestUpstreamProtocolAndSendProxy(t *testing.T) {
 		{desc: "protocol http1", base: baseUpstream, line: "protocol http1 send_proxy v2", check: up("v2", "http1")},
 		{desc: "protocol h2 without tls", base: baseUpstream, line: "protocol h2", err: `4:3: protocol "h2" is HTTP/2 over TLS and needs a tls block`},
 		{desc: "protocol bad", base: baseUpstream, line: "protocol h3", err: `4:12: unknown upstream protocol "h3" (expected http1, h2, h2c)`},
+		{desc: "fallback without h2", base: baseUpstream, line: "protocol h2c fallback http1", err: `4:16: fallback http1 is for protocol h2`},
+		{desc: "fallback word", base: baseUpstream, line: "fallback h2c", err: `4:12: unknown protocol fallback "h2c" (expected http1)`},
 	})
 	if u := DefaultUpstream("x"); u.Protocol != "http1" || u.SendProxy != "" {
 		t.Errorf("DefaultUpstream = %+v", u)

@@ -57,6 +57,11 @@ var upstreamTable = table[*Upstream]{
 		}
 	},
 	"tls": upstreamTLSDirective,
+	"fallback": func(b *builder, u *Upstream, d *routes.Directive) {
+		if _, ok := b.oneOf(d.Args[0], "protocol fallback", []string{"http1"}); ok {
+			u.H2Fallback = true
+		}
+	},
 	"protocol": func(b *builder, u *Upstream, d *routes.Directive) {
 		if v, ok := b.oneOf(d.Args[0], "upstream protocol", []string{"http1", "h2", "h2c"}); ok {
 			u.Protocol = v
@@ -113,5 +118,8 @@ func checkUpstreamTLS(b *builder, u *Upstream, d *routes.Directive) {
 		b.errorf(p.Pos, "protocol \"h2\" is HTTP/2 over TLS and needs a tls block (cleartext HTTP/2 is h2c)")
 	case u.Protocol == "h2c" && u.TLS != nil:
 		b.errorf(p.Pos, "protocol \"h2c\" is cleartext HTTP/2 and cannot be used with tls (HTTP/2 over TLS is h2)")
+	}
+	if f := findDirective(d, "fallback"); f != nil && u.H2Fallback && u.Protocol != "h2" {
+		b.errorf(f.Pos, "fallback http1 is for protocol h2 (a server that does not pick h2 by ALPN); this upstream's protocol is %s", u.Protocol)
 	}
 }

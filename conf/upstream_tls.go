@@ -41,7 +41,8 @@ type UpstreamTLS struct {
 
 // ClientConfig builds the tls.Config of a pool's connections: roots,
 // client certificate and version from t, ALPN for protocol ("h2" offers
-// only h2: a server that does not pick it is refused; otherwise http/1.1), a session
+// only h2: a server that does not pick it is refused; "h2+http1", the
+// fallback, offers both; otherwise http/1.1), a session
 // cache for resumption. ServerName is left for the dialer to set per
 // server (Clone per server is done once, at transport build).
 func (t *UpstreamTLS) ClientConfig(protocol string) (*tls.Config, error) {
@@ -54,8 +55,11 @@ func (t *UpstreamTLS) ClientConfig(protocol string) (*tls.Config, error) {
 	if c.MinVersion == 0 {
 		c.MinVersion = tls.VersionTLS12
 	}
-	if protocol == "h2" {
+	switch protocol {
+	case "h2":
 		c.NextProtos = []string{"h2"}
+	case "h2+http1":
+		c.NextProtos = []string{"h2", "http/1.1"}
 	}
 	if t.CAPEM != nil {
 		pool := x509.NewCertPool()

@@ -15,7 +15,7 @@ func TestVocabularyErrors(t *testing.T) {
 		want []string
 	}{
 		{desc: "unknown directive lists the vocabulary", kind: RouteFile, src: "upstream u {\n  servr a:1\n}\n",
-			want: []string{`2:3: unknown directive "servr" in upstream block (expected server, connect_timeout, response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol, tls); did you mean "server"?`}},
+			want: []string{`2:3: unknown directive "servr" in upstream block (expected server, connect_timeout, response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol, fallback, tls); did you mean "server"?`}},
 		{desc: "main-only in route file", kind: RouteFile, src: "listen a { addr :80 }\nshutdown_grace 1s\ninclude \"x\"\n",
 			want: []string{`1:1: "listen" is only allowed in the main file`, `2:1: "shutdown_grace" is only allowed`, `3:1: "include" is only allowed`}},
 		{desc: "missing brace names the next line", kind: RouteFile, src: "route api\n  match Host(`a`)\n",
@@ -102,7 +102,7 @@ func TestErrorFormat(t *testing.T) {
 	t.Parallel()
 	_, errs := Parse("main.conf", []byte("upstream u {\n\tservr a:1\n}\n"), MainFile)
 	want := "main.conf:2:2: unknown directive \"servr\" in upstream block (expected server, connect_timeout, " +
-		"response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol, tls); did you mean \"server\"?\n    \tservr a:1\n    \t^"
+		"response_timeout, idle_timeout, max_idle_conns, balance, health, outlier, breaker, panic_threshold, slow_start, retries, max_requests, max_connections, max_pending, send_proxy, protocol, fallback, tls); did you mean \"server\"?\n    \tservr a:1\n    \t^"
 	if got := errs.Error(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}

@@ -249,6 +249,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "max_pending", Usage: "N", Min: 1, Max: 1},
 		{Name: "send_proxy", Usage: "v1|v2", Min: 1, Max: 1},
 		{Name: "protocol", Usage: "http1|h2|h2c", Min: 1, Max: 1},
+		{Name: "fallback", Usage: "http1", Min: 1, Max: 1},
 		{Name: "tls", Block: UpstreamTLSBlock},
 	},
 	UpstreamTLSBlock: {

@@ -179,7 +179,9 @@ func TestUpstreamTLSGRPC(t *testing.T) {
 	routes := fmt.Sprintf("upstream grpc {\n  server %s\n  protocol h2\n  tls { ca %s; server_name grpc.test }\n}\n"+
 		"route rpc {\n  match PathPrefix(`/`)\n  to grpc\n}\n"+
 		"upstream h1only {\n  server %s\n  protocol h2\n  retries { attempts 0 }\n  tls { ca %s }\n}\n"+
-		"route h1only {\n  match PathPrefix(`/h1only`)\n  to h1only\n}\n", ln.Addr(), caFile, h1.Listener.Addr(), caFile)
+		"route h1only {\n  match PathPrefix(`/h1only`)\n  to h1only\n}\n"+
+		"upstream h1fallback {\n  server %s\n  protocol h2\n  fallback http1\n  retries { attempts 0 }\n  tls { ca %s }\n}\n"+
+		"route h1fallback {\n  match PathPrefix(`/fallback`)\n  to h1fallback\n}\n", ln.Addr(), caFile, h1.Listener.Addr(), caFile, h1.Listener.Addr(), caFile)
 	p, base, _ := startEdgewayIn(t, dir, "", map[string]string{"grpc.routes": routes})
 	cc, err := grpc.NewClient("passthrough:///"+strings.TrimPrefix(base, "http://"),
 		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
@@ -196,4 +198,11 @@ func TestUpstreamTLSGRPC(t *testing.T) {
 		t.Fatalf("protocol h2 to an HTTP/1.1-only server: %d %q, want 502", status, body)
 	}
 	p.WaitLog(t, `upstream=h1only .*did not negotiate h2`)
+	// With `fallback http1` the same server is spoken to over HTTP/1.1,
+	// the first request included.
+	for i := range 3 {
+		if status, body := upstreamTLSGet(t, base+"/fallback"); status != 200 || !strings.HasPrefix(body, "h1 ") {
+			t.Fatalf("request %d through protocol h2 with fallback http1 to an HTTP/1.1-only server: %d %q, want 200 over HTTP/1.1", i, status, body)
+		}
+	}
 }

@@ -109,8 +109,14 @@ var errCanceled = errors.New("exchange canceled")
 // are *Error values, the context's error when req.Ctx ended, *BodyError
 // (the client's body broke) or *RequestError (the request was not sent).
 func (t *Transport) Do(addr string, req *Request, resp *Response) error {
-	if t.h2 != nil {
-		return t.h2.do(addr, req, resp)
+	if t.h2 != nil && !t.fellBack(addr) {
+		err := t.h2.do(addr, req, resp)
+		if !errors.Is(err, errFellBack) {
+			return err
+		}
+		// `protocol h2` with `fallback http1`: the server picked http/1.1; this
+		// request (not sent) and the next go over HTTP/1.1.
+		t.fallbacks.Store(addr, true)
 	}
 	var bb *bodyBuf
 	if req.Body != nil && req.ContentLength != 0 {

@@ -142,7 +142,7 @@ func (hh *h2Host) reserve() *http2.ClientConn {
 // dial opens a connection (with its PROXY header) and starts HTTP/2 on it:
 // the client preface and SETTINGS go out at once.
 func (h *h2Client) dial(ctx context.Context, addr string, req *Request) (*http2.ClientConn, error) {
-	nc, err := h.t.dialConn(ctx, addr, req)
+	nc, err := h.t.dialConn(ctx, addr, req, false)
 	if err != nil {
 		return nil, err
 	}

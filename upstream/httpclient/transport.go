@@ -45,6 +45,10 @@ import (
 // connection), and idle connections that speak for clients that left
 // until the idle timeout closes them (90s when the pool sets none).
 type Transport struct {
+	// fallbacks holds the addresses of a `protocol h2` with `fallback http1`
+	// pool's servers that picked http/1.1: spoken to over HTTP/1.1 for
+	// the transport's life (a reload makes a new one, trying h2 again).
+	fallbacks   sync.Map
 	dialer      net.Dialer
 	respTimeout time.Duration
 	idleTimeout time.Duration
@@ -283,7 +287,7 @@ func (hp *hostPool) closeOldest() {
 // limiter.
 func (hp *hostPool) dial(ctx context.Context, slot bool, req *Request) (*conn, error) {
 	start := monotonic()
-	nc, err := hp.t.dialConn(ctx, hp.addr, req)
+	nc, err := hp.t.dialConn(ctx, hp.addr, req, true)
 	if err != nil {
 		if slot {
 			hp.t.lim.release()
@@ -295,10 +299,23 @@ func (hp *hostPool) dial(ctx context.Context, slot bool, req *Request) (*conn, e
 	return c, nil
 }
 
+// fellBack reports whether addr is spoken to over HTTP/1.1 although the
+// pool is h2 (`fallback http1`).
+func (t *Transport) fellBack(addr string) bool {
+	if t.tls == nil || !t.tls.fallback {
+		return false
+	}
+	_, ok := t.fallbacks.Load(addr)
+	return ok
+}
+
 // dialConn opens a TCP connection to addr and, with send_proxy, writes
 // the PROXY header for req's client. Failures are the context's error or
 // a KindConnect *Error: nothing of the request was sent.
-func (t *Transport) dialConn(ctx context.Context, addr string, req *Request) (net.Conn, error) {
+//
+// h1 is the HTTP/1.1 pool's dial (for a pool with `fallback http1`, its
+// TLS offers only http/1.1), false the HTTP/2 client's.
+func (t *Transport) dialConn(ctx context.Context, addr string, req *Request, h1 bool) (net.Conn, error) {
 	dialer, connTimeout := &t.dialer, t.connTimeout
 	if req != nil && req.ConnectTimeout > 0 {
 		d := t.dialer
@@ -325,7 +342,7 @@ func (t *Transport) dialConn(ctx context.Context, addr string, req *Request) (ne
 		}
 	}
 	if t.tls != nil {
-		tc, err := t.tls.handshake(ctx, nc, addr, connTimeout)
+		tc, err := t.tls.handshake(ctx, nc, addr, connTimeout, h1)
 		if err != nil {
 			nc.Close()
 			if ctx.Err() != nil {
