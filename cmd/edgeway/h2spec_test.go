@@ -66,12 +66,19 @@ func TestH2SpecConformance(t *testing.T) {
 		io.WriteString(w, "hello over h2c\n")
 	}))
 	t.Cleanup(up.Close)
-	p, base, _ := startEdgeway(t, "tls { self_signed localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s }\n",
+	// web and sec run x/net's server (h2_server xnet, the default), own
+	// and ownsec edgeway's own (listeners/h2conn).
+	p, base, _ := startEdgeway(t, "tls { self_signed localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s }\n"+
+		"listen own { addr 127.0.0.1:0\n protocols http1 h2c\n read_header_timeout 2s\n h2_server own }\n"+
+		"listen ownsec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s\n h2_server own }\n",
 		map[string]string{"a.routes": fmt.Sprintf(
 			"upstream u { server %s }\nroute r { match PathPrefix(`/`)\n to u }\n", hostPort(up))})
-	tlsAddr := p.Addrs(t, 2)["sec"]
-	t.Run("h2c", func(t *testing.T) { runH2Spec(t, bin, base[strings.LastIndex(base, ":")+1:]) })
-	t.Run("tls", func(t *testing.T) { runH2Spec(t, bin, tlsAddr[strings.LastIndex(tlsAddr, ":")+1:], "-t", "-k") })
+	addrs := p.Addrs(t, 4)
+	port := func(a string) string { return a[strings.LastIndex(a, ":")+1:] }
+	t.Run("h2c", func(t *testing.T) { runH2Spec(t, bin, port(base)) })
+	t.Run("tls", func(t *testing.T) { runH2Spec(t, bin, port(addrs["sec"]), "-t", "-k") })
+	t.Run("own/h2c", func(t *testing.T) { runH2Spec(t, bin, port(addrs["own"])) })
+	t.Run("own/tls", func(t *testing.T) { runH2Spec(t, bin, port(addrs["ownsec"]), "-t", "-k") })
 }
 
 // runH2Spec runs the suite against 127.0.0.1:port with extra flags.

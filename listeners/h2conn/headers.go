@@ -55,6 +55,9 @@ func (c *conn) onHeaders(fh frameHeader, p []byte) error {
 	c.mu.Lock()
 	st := c.streams[id]
 	switch {
+	case st != nil && st.peerReset:
+		c.mu.Unlock()
+		return &connError{code: codeStreamClosed, kind: httpmsg.ReasonProtocolError, why: "HEADERS on a stream the client reset"}
 	case st != nil && st.reset, st == nil && id <= c.maxStream && c.recentlyReset(id):
 		// a stream this side reset: the block is decoded and dropped
 	case st != nil && st.remoteClosed:
@@ -317,6 +320,9 @@ func (c *conn) endBlock() error {
 	hb := &c.hb
 	hb.open = false
 	c.blockDone()
+	if err := c.dec.Close(); err != nil {
+		return decodeError(err)
+	}
 	if hb.fatal != nil {
 		return hb.fatal
 	}

@@ -203,7 +203,7 @@ func (c *conn) onRST(fh frameHeader, p []byte) error {
 		return nil
 	}
 	if !st.reset {
-		st.reset = true
+		st.reset, st.peerReset = true, true
 		c.open--
 	}
 	st.closeLocked(errStreamReset)
@@ -292,7 +292,12 @@ func (c *conn) onData(fh frameHeader, p []byte) error {
 		if st == nil && c.recentlyReset(fh.stream) {
 			return nil
 		}
-		if st != nil && st.reset {
+		if st != nil && st.reset && !st.peerReset {
+			return nil
+		}
+		if st != nil && st.peerReset {
+			c.out = appendRST(c.out, fh.stream, codeStreamClosed)
+			c.wakeWriterLocked()
 			return nil
 		}
 		if st != nil {

@@ -35,6 +35,7 @@ type stream struct {
 	received     int64
 	remoteClosed bool  // END_STREAM (or trailers) came
 	reset        bool  // RST_STREAM sent or received
+	peerReset    bool  // the client's RST_STREAM: its later frames are errors
 	err          error // why reads and writes fail (reset, connection closed)
 	bodyClosed   bool  // the handler returned: DATA is dropped
 	recvWindow   int64
