@@ -405,7 +405,7 @@ func (c *conn) startRequest() error {
 	}
 	st.prepare(hb.endStream)
 	c.handlers++
-	go st.run()
+	c.s.dispatch(st)
 	return nil
 }
 

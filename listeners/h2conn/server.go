@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/panics"
 )
 
 // Config is one HTTP/2 server's settings. Zero values take the defaults
@@ -100,12 +101,15 @@ type Server struct {
 	shutting atomic.Bool
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
-	gone     *sync.Cond // signalled when a connection ends
+	gone     *sync.Cond    // signalled when a connection ends
+	work     chan *stream  // idle workers take streams from it
+	quit     chan struct{} // closed by Shutdown: idle workers end
+	quitOnce sync.Once
 }
 
 // New returns a server with cfg, defaults filled in.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg.withDefaults(), conns: map[*conn]struct{}{}}
+	s := &Server{cfg: cfg.withDefaults(), conns: map[*conn]struct{}{}, work: make(chan *stream), quit: make(chan struct{})}
 	s.gone = sync.NewCond(&s.mu)
 	return s
 }
@@ -132,6 +136,7 @@ func (s *Server) ServeConn(nc net.Conn) {
 // the connections left are closed and ctx's error returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutting.Store(true)
+	defer s.quitOnce.Do(func() { close(s.quit) })
 	s.mu.Lock()
 	for c := range s.conns {
 		c.goAwayGraceful()
@@ -155,4 +160,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.gone.Wait()
 	}
 	return nil
+}
+
+// workerIdle is how long a handler goroutine waits for the next stream
+// before it ends.
+const workerIdle = 2 * time.Second
+
+// dispatch runs st's handler on an idle worker goroutine, or a new one
+// when none is waiting: a goroutine per stream, without the cost of
+// starting one for each.
+func (s *Server) dispatch(st *stream) {
+	select {
+	case s.work <- st:
+	default:
+		go s.worker(st)
+	}
+}
+
+// worker runs handlers until none comes for workerIdle.
+func (s *Server) worker(st *stream) {
+	defer panics.Recover("h2 worker")
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		st.run()
+		t.Reset(workerIdle)
+		select {
+		case st = <-s.work:
+		case <-t.C:
+			return
+		case <-s.quit:
+			return
+		}
+	}
 }

@@ -61,6 +61,7 @@ func newStream(c *conn, id uint32) *stream {
 	st.cond.L = &c.mu
 	st.body.st = st
 	st.fields = st.w.fieldsArr[:0]
+	st.w.hbuf, st.w.dbuf = st.w.hbufArr[:0], st.w.dbufArr[:0]
 	st.req.ProtoMajor = 2
 	return st
 }

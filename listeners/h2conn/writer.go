@@ -25,6 +25,10 @@ type respState struct {
 	dbuf      []byte
 	tbuf      []byte // the trailer block; nil: none
 	fieldsArr [12]httpmsg.Field
+	// The first bytes of hbuf and dbuf: a typical response's head and a
+	// small body cost no allocation beyond the stream's.
+	hbufArr [256]byte
+	dbufArr [256]byte
 }
 
 // bodyChunk is how much body a stream gathers before it queues DATA.
