@@ -193,9 +193,9 @@ type Listener struct {
 	// (docs/rules.md §3.1 steps 1-4). Default true.
 	Normalize bool
 	// H2Server picks the HTTP/2 server of the listener's h2 and h2c
-	// connections (`h2_server`): "xnet", golang.org/x/net/http2 behind
-	// listeners/h2guard, or "own", edgeway's (listeners/h2conn).
-	// Default "xnet".
+	// connections (`h2_server`): "own", edgeway's (listeners/h2conn), or
+	// "xnet", golang.org/x/net/http2 behind listeners/h2guard. Default
+	// "own".
 	H2Server string
 	Pos      Pos
 }

@@ -45,12 +45,11 @@ const (
 )
 
 // h2Front serves HTTP/2 connections (h2c with prior knowledge, or h2
-// over TLS after ALPN) with golang.org/x/net/http2, each behind an
-// h2guard.Conn that enforces what x/net does not (header block timeout,
-// CONTINUATION and control frame floods, malformed header fields).
-//
-// With h2_server own, the connections go to edgeway's own server
-// (listeners/h2conn) instead, which does what the guard does itself.
+// over TLS after ALPN) with edgeway's own server (listeners/h2conn, the
+// default h2_server own), or with h2_server xnet with
+// golang.org/x/net/http2, each behind an h2guard.Conn that enforces what
+// x/net does not (header block timeout, CONTINUATION and control frame
+// floods, malformed header fields).
 type h2Front struct {
 	own    *h2conn.Server // nil: x/net's
 	ownCfg h2conn.Config

@@ -28,7 +28,7 @@ import (
 // through an h2c upstream, and a gRPC client connected to edgeway over
 // h2c, or over TLS (h2 by ALPN) when overTLS is set.
 func grpcThroughEdgeway(t *testing.T, overTLS bool) *grpc.ClientConn {
-	return grpcThroughEdgewayOn(t, grpcFront(overTLS, "xnet"))
+	return grpcThroughEdgewayOn(t, grpcFront(overTLS, "own"))
 }
 
 // grpcThroughEdgewayOn is grpcThroughEdgeway with the client on front.
@@ -57,7 +57,7 @@ func grpcFront(overTLS bool, h2Server string) grpcFrontSpec {
 // when overTLS is set.
 func grpcProxied(t *testing.T, srv *grpc.Server, overTLS bool, opts ...grpc.DialOption) (*testutil.Proc, *grpc.ClientConn) {
 	t.Helper()
-	return grpcProxiedOn(t, srv, grpcFront(overTLS, "xnet"), opts...)
+	return grpcProxiedOn(t, srv, grpcFront(overTLS, "own"), opts...)
 }
 
 // grpcProxiedOn is grpcProxied with the client on front.
@@ -75,7 +75,7 @@ func grpcProxiedOn(t *testing.T, srv *grpc.Server, front grpcFrontSpec, opts ...
 	case front.tls:
 		extra = "tls { self_signed grpc.test }\nlisten sec { addr 127.0.0.1:0\n protocols tls h2\n h2_server " + front.h2Server + " }\n"
 		name = "sec"
-	case front.h2Server != "xnet":
+	case front.h2Server != "own": // web, the default listener, runs own
 		extra = "listen front { addr 127.0.0.1:0\n protocols http1 h2c\n h2_server " + front.h2Server + " }\n"
 		name = "front"
 	}
@@ -106,8 +106,8 @@ func callCtx(t *testing.T) context.Context {
 func TestGRPCThroughH2CUpstream(t *testing.T) {
 	t.Run("h2c front", func(t *testing.T) { testGRPC(t, grpcThroughEdgeway(t, false)) })
 	t.Run("TLS front", func(t *testing.T) { testGRPC(t, grpcThroughEdgeway(t, true)) })
-	t.Run("own h2c front", func(t *testing.T) { testGRPC(t, grpcThroughEdgewayOn(t, grpcFront(false, "own"))) })
-	t.Run("own TLS front", func(t *testing.T) { testGRPC(t, grpcThroughEdgewayOn(t, grpcFront(true, "own"))) })
+	t.Run("xnet h2c front", func(t *testing.T) { testGRPC(t, grpcThroughEdgewayOn(t, grpcFront(false, "xnet"))) })
+	t.Run("xnet TLS front", func(t *testing.T) { testGRPC(t, grpcThroughEdgewayOn(t, grpcFront(true, "xnet"))) })
 }
 
 // testGRPC makes every kind of call on cc.

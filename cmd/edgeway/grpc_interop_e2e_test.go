@@ -39,8 +39,8 @@ func TestGRPCInterop(t *testing.T) {
 		name string
 		spec grpcFrontSpec
 	}{
-		{"h2c front", grpcFront(false, "xnet")}, {"TLS front", grpcFront(true, "xnet")},
-		{"own h2c front", grpcFront(false, "own")}, {"own TLS front", grpcFront(true, "own")},
+		{"h2c front", grpcFront(false, "own")}, {"TLS front", grpcFront(true, "own")},
+		{"xnet h2c front", grpcFront(false, "xnet")}, {"xnet TLS front", grpcFront(true, "xnet")},
 	} {
 		t.Run(front.name, func(t *testing.T) {
 			p, cc := grpcProxiedOn(t, testgrpc.NewInteropServer(), front.spec)
