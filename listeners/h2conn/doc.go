@@ -52,7 +52,19 @@
 //
 // # Cost
 //
-// BenchmarkGET in this package measures a GET through the server (over
-// loopback h2c, with a handler that answers at once): see its doc for
-// the figures.
+// A request: BenchmarkH2ServerGET in listeners sends GETs on one h2c
+// connection to a router that answers them itself. On a busy 2-core box:
+// about 24 µs and 3 allocations a request (the stream, the one literal
+// the client's HPACK block carries, the router's request ID), against
+// x/net's 69 µs and 49 allocations; the client writes fixed frames and
+// allocates nothing, so the counts are the server's and the router's.
+// The handler runs on a reused worker goroutine (no goroutine start per
+// stream), and its head and a small body are encoded into buffers inside
+// the stream.
+//
+// A connection: open or idle, its read loop and its writer goroutine, a
+// read buffer of 16 KiB (more only while a larger frame, up to
+// max_frame_size, is read), the HPACK decoder's table (4 KiB at most) and
+// the write buffers, which grow with what was queued. A stream buffers at
+// most its window of request body.
 package h2conn
