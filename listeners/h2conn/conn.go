@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 
@@ -56,6 +57,7 @@ type conn struct {
 	closing    bool       // the writer ends once out is written
 	broken     error      // the connection failed: every stream's writes fail
 	deadline   int        // the read deadline armed: dlNone, dlIdle, dlHeader
+	idleSince  time.Time  // when the last stream closed
 	recent     [32]uint32 // streams lately reset by this side: their frames are ignored
 	nrecent    int
 	writerDone chan struct{}
@@ -115,6 +117,9 @@ func (c *conn) serve() {
 	}
 	for {
 		fh, p, err := c.readFrame()
+		if err != nil && isTimeout(err) && !c.hb.open && c.rearmIdle() {
+			continue // not idle after all; a frame read in part stays
+		}
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -223,8 +228,7 @@ func (c *conn) readFailed(err error) {
 		c.fail(err)
 		return
 	}
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() {
+	if !isTimeout(err) {
 		c.closeNow()
 		return
 	}
@@ -239,6 +243,11 @@ func (c *conn) readFailed(err error) {
 	default:
 		c.closeGoAway(codeNo) // idle
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // fail ends the connection on a connection error, reported when it is
@@ -301,8 +310,12 @@ func (c *conn) blockDone() {
 	}
 }
 
-// armIdleLocked arms the idle timeout when no stream is open; a graceful
-// shutdown with no stream left wakes the reader at once.
+// armIdleLocked notes that no stream is open and arms the idle timeout
+// unless it is armed already; a graceful shutdown with no stream left
+// wakes the reader at once. The deadline is not taken back when a stream
+// opens: when it passes, rearmIdle decides whether the connection was
+// idle that long, so that a busy connection costs one deadline change an
+// idle timeout, not two a request.
 func (c *conn) armIdleLocked() {
 	switch {
 	case c.deadline == dlHeader || len(c.streams) > 0:
@@ -310,17 +323,36 @@ func (c *conn) armIdleLocked() {
 		c.deadline = dlWake
 		c.nc.SetReadDeadline(time.Now())
 	case c.cfg.IdleTimeout > 0:
-		c.deadline = dlIdle
-		c.nc.SetReadDeadline(time.Now().Add(c.cfg.IdleTimeout))
+		c.idleSince = time.Now()
+		if c.deadline != dlIdle {
+			c.deadline = dlIdle
+			c.nc.SetReadDeadline(c.idleSince.Add(c.cfg.IdleTimeout))
+		}
 	}
 }
 
-// busyLocked takes back the idle deadline once a stream opens.
-func (c *conn) busyLocked() {
-	if c.deadline == dlIdle {
-		c.deadline = dlNone
-		c.nc.SetReadDeadline(time.Time{})
+// busyLocked is a stream opening; the idle deadline stays (see
+// armIdleLocked).
+func (c *conn) busyLocked() {}
+
+// rearmIdle is the idle deadline passing: it reports whether the
+// connection was not idle that long, and then arms the deadline again.
+func (c *conn) rearmIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadline != dlIdle {
+		return false
 	}
+	now := time.Now()
+	switch {
+	case len(c.streams) > 0:
+		c.nc.SetReadDeadline(now.Add(c.cfg.IdleTimeout))
+	case now.Sub(c.idleSince) < c.cfg.IdleTimeout:
+		c.nc.SetReadDeadline(c.idleSince.Add(c.cfg.IdleTimeout))
+	default:
+		return false
+	}
+	return true
 }
 
 // goAwayGraceful sends GOAWAY (NO_ERROR): the streams open go on, no
@@ -408,10 +440,18 @@ func (c *conn) abortStreams() {
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	var buf []byte
+	var wdl time.Time // the write deadline as last set
 	for {
 		c.mu.Lock()
 		for len(c.out) == 0 && !c.closing {
 			c.wcond.Wait()
+		}
+		if len(c.out) < maxOut/4 && !c.closing {
+			// Let the handlers that are ready queue their frames too, so
+			// that they go in this write.
+			c.mu.Unlock()
+			runtime.Gosched()
+			c.mu.Lock()
 		}
 		if len(c.out) == 0 || c.broken != nil {
 			c.mu.Unlock()
@@ -420,7 +460,13 @@ func (c *conn) writeLoop() {
 		buf, c.out = c.out, buf[:0]
 		c.sendCond.Broadcast() // room in out
 		c.mu.Unlock()
-		c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		// The deadline moves once an eighth of the timeout has passed, not
+		// at every write: a peer that takes nothing is cut off between
+		// 7/8 of the timeout and the timeout.
+		if d := time.Now().Add(c.cfg.WriteTimeout); d.Sub(wdl) > c.cfg.WriteTimeout/8 {
+			wdl = d
+			c.nc.SetWriteDeadline(d)
+		}
 		if _, err := c.nc.Write(buf); err != nil {
 			c.mu.Lock()
 			if c.broken == nil {
