@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
@@ -445,13 +444,6 @@ func (c *conn) writeLoop() {
 		c.mu.Lock()
 		for len(c.out) == 0 && !c.closing {
 			c.wcond.Wait()
-		}
-		if len(c.out) < maxOut/4 && !c.closing {
-			// Let the handlers that are ready queue their frames too, so
-			// that they go in this write.
-			c.mu.Unlock()
-			runtime.Gosched()
-			c.mu.Lock()
 		}
 		if len(c.out) == 0 || c.broken != nil {
 			c.mu.Unlock()
