@@ -49,13 +49,6 @@ func (c *conn) process(fh frameHeader, p []byte) error {
 	return c.control() // unknown types are ignored (RFC 9113 §4.1)
 }
 
-// idle reports a stream the client has not opened yet.
-func (c *conn) idle(id uint32) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return id > c.maxStream
-}
-
 func (c *conn) onPing(fh frameHeader, p []byte) error {
 	switch {
 	case fh.length != 8:
