@@ -203,7 +203,12 @@ type Listener struct {
 	// Normalize turns on entry-point path normalisation
 	// (docs/rules.md §3.1 steps 1-4). Default true.
 	Normalize bool
-	Pos       Pos
+	// H2Server picks the HTTP/2 server of the listener's h2 and h2c
+	// connections (`h2_server`): "own", edgeway's (listeners/h2conn), or
+	// "xnet", golang.org/x/net/http2 behind listeners/h2guard. Default
+	// "own".
+	H2Server string
+	Pos      Pos
 }
 
 // Admin is the `admin { ... }` block: the admin API, health, readiness and

@@ -92,6 +92,7 @@ var ListenerSettings = []ListenerSetting{
 	{"error_page", "ErrorPages", Live, "", func(b *builder, l *Listener, d *routes.Directive) { b.errorPage(d, &l.ErrorPages) }},
 	{"not_found_body", "NotFoundBody", Live, "404 page not found\n", func(_ *builder, l *Listener, d *routes.Directive) { l.NotFoundBody = d.Args[0].Value }},
 	{"normalize", "Normalize", Live, "on", switchSetting(func(l *Listener) *bool { return &l.Normalize })},
+	{"h2_server", "H2Server", Restart, "own", h2Server},
 }
 
 // listenTable is the listen block's handlers, from ListenerSettings.
@@ -182,4 +183,11 @@ func withoutPos(v reflect.Value) any {
 		f.Set(reflect.Zero(f.Type()))
 	}
 	return c.Interface()
+}
+
+// h2Server reads h2_server: which HTTP/2 server a listener runs.
+func h2Server(b *builder, l *Listener, d *routes.Directive) {
+	if v, ok := b.oneOf(d.Args[0], "h2_server", []string{"own", "xnet"}); ok {
+		l.H2Server = v
+	}
 }

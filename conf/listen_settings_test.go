@@ -55,6 +55,7 @@ func TestListenerDefaults(t *testing.T) {
 		KeepAliveCount:    4,
 		NotFoundBody:      "404 page not found\n",
 		Normalize:         true,
+		H2Server:          "own",
 	}
 	if got := DefaultListener("web", ":80"); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultListener:\n got %+v\nwant %+v", got, want)

@@ -15,6 +15,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/stdhttp"
+	"github.com/edgeway/edgeway/listeners/h2conn"
 	"github.com/edgeway/edgeway/listeners/h2guard"
 )
 
@@ -44,13 +45,17 @@ const (
 )
 
 // h2Front serves HTTP/2 connections (h2c with prior knowledge, or h2
-// over TLS after ALPN) with golang.org/x/net/http2, each behind an
-// h2guard.Conn that enforces what x/net does not (header block timeout,
-// CONTINUATION and control frame floods, malformed header fields).
+// over TLS after ALPN) with edgeway's own server (listeners/h2conn, the
+// default h2_server own), or with h2_server xnet with
+// golang.org/x/net/http2, each behind an h2guard.Conn that enforces what
+// x/net does not (header block timeout, CONTINUATION and control frame
+// floods, malformed header fields).
 type h2Front struct {
-	srv   *http2.Server
-	base  *http.Server // settings and graceful shutdown of the connections
-	guard h2guard.Config
+	own    *h2conn.Server // nil: x/net's
+	ownCfg h2conn.Config
+	srv    *http2.Server
+	base   *http.Server // settings and graceful shutdown of the connections
+	guard  h2guard.Config
 	// readHeader and idle are the live listen settings it was made with.
 	readHeader, idle time.Duration
 	name             string
@@ -85,6 +90,15 @@ func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused 
 			MaxHeaderBytes: h2HeaderFactor * cfg.MaxHeaderBytes,
 		},
 	}
+	if cfg.H2Server == "own" {
+		f.ownCfg = h2conn.Config{Handler: h, MaxConcurrentStreams: lim.MaxConcurrentStreams,
+			MaxFrameSize: lim.MaxFrameSize, MaxHeaderBytes: cfg.MaxHeaderBytes + h2HeaderSlack,
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+			StallTimeout: lim.StreamStallTimeout, WriteTimeout: h2WriteByteTimeout,
+			Listener: cfg.Name, Refused: refused, Log: log}
+		f.own = h2conn.New(f.ownCfg)
+		return f, nil
+	}
 	if refused != nil {
 		f.guard.Report = f.reportViolation
 		f.guard.ReportStream = f.reportStream
@@ -99,6 +113,10 @@ func newH2Front(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused 
 // connection that starts with the preface, or a *tls.Conn whose handshake
 // chose h2; either way the client's frames pass the guard.
 func (f *h2Front) serve(c net.Conn) {
+	if f.own != nil {
+		f.own.ServeConn(c)
+		return
+	}
 	g := h2guard.New(c, f.guard)
 	srv := f.srv
 	if f.refused != nil {
@@ -115,7 +133,13 @@ func (f *h2Front) serve(c net.Conn) {
 
 // shutdown sends GOAWAY on every connection (the h2 server's graceful
 // shutdown hooks; base has no listener of its own).
-func (f *h2Front) shutdown(ctx context.Context) { _ = f.base.Shutdown(ctx) }
+func (f *h2Front) shutdown(ctx context.Context) {
+	if f.own != nil {
+		_ = f.own.Shutdown(ctx)
+		return
+	}
+	_ = f.base.Shutdown(ctx)
+}
 
 // h2Fronts is a listener's HTTP/2 server: the h2Front new connections
 // get, replaced when a reload changes the timeouts it was made with

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/edgeway/edgeway/conf"
+
 	"github.com/edgeway/edgeway/internal/testutil"
 	"github.com/edgeway/edgeway/listeners/h2guard"
 )
@@ -40,34 +42,36 @@ func TestH2StalledStreamsReset(t *testing.T) {
 	t.Cleanup(func() { up.Close() })
 
 	const stall, streams = 300 * time.Millisecond, 8
-	cfg := testConfig()
-	cfg.H2.StreamStallTimeout = stall
-	env := startH2Env(t, cfg, ln.Addr().String())
-	hc := dialH2(t, env.srv.Addr().String(), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
-	start := time.Now()
-	for i := range streams {
-		hc.request(uint32(2*i+1), true)
-	}
-	ev := hc.readUntil(5*time.Second, func(ev *h2Events) bool {
-		n := 0
-		for _, r := range ev.streams {
-			if r.isReset {
-				n++
+	base := testConfig()
+	base.H2.StreamStallTimeout = stall
+	forEachH2Server(t, base, func(t *testing.T, cfg conf.Listener) {
+		env := startH2Env(t, cfg, ln.Addr().String())
+		hc := dialH2(t, env.srv.Addr().String(), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+		start := time.Now()
+		for i := range streams {
+			hc.request(uint32(2*i+1), true)
+		}
+		ev := hc.readUntil(5*time.Second, func(ev *h2Events) bool {
+			n := 0
+			for _, r := range ev.streams {
+				if r.isReset {
+					n++
+				}
+			}
+			return n == streams || ev.closed
+		})
+		if took := time.Since(start); took > stall+2*time.Second {
+			t.Errorf("streams reset after %v, want about %v", took, stall)
+		}
+		for i := range streams {
+			if r := ev.streams[uint32(2*i+1)]; r == nil || !r.isReset {
+				t.Errorf("stream %d not reset: %+v", 2*i+1, r)
 			}
 		}
-		return n == streams || ev.closed
+		testutil.Eventually(t, 5*time.Second, func() bool { return open.Load() > 0 && closed.Load() == open.Load() },
+			"upstream connections not closed: %d open, %d closed", open.Load(), closed.Load())
+		env.assertHealthy(t)
 	})
-	if took := time.Since(start); took > stall+2*time.Second {
-		t.Errorf("streams reset after %v, want about %v", took, stall)
-	}
-	for i := range streams {
-		if r := ev.streams[uint32(2*i+1)]; r == nil || !r.isReset {
-			t.Errorf("stream %d not reset: %+v", 2*i+1, r)
-		}
-	}
-	testutil.Eventually(t, 5*time.Second, func() bool { return open.Load() > 0 && closed.Load() == open.Load() },
-		"upstream connections not closed: %d open, %d closed", open.Load(), closed.Load())
-	env.assertHealthy(t)
 }
 
 // TestH2HeaderBlockTimeout leaves a header block open (HEADERS without
@@ -81,29 +85,30 @@ func TestH2HeaderBlockTimeout(t *testing.T) {
 		{desc: "HEADERS without END_HEADERS", conts: 0},
 		{desc: "empty CONTINUATION frames", conts: 3},
 	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			cfg := testConfig()
-			cfg.ReadHeaderTimeout = 300 * time.Millisecond
-			env := startH2Env(t, cfg, startRawUpstream(t).addr())
-			hc := dialH2(t, env.srv.Addr().String())
-			b := hc.block()
-			start := time.Now()
-			hc.write(func() error {
-				return hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:1], EndStream: true})
+	forEachH2Server(t, testConfig(), func(t *testing.T, cfg conf.Listener) {
+		for _, tc := range tests {
+			t.Run(tc.desc, func(t *testing.T) {
+				cfg.ReadHeaderTimeout = 300 * time.Millisecond
+				env := startH2Env(t, cfg, startRawUpstream(t).addr())
+				hc := dialH2(t, env.srv.Addr().String())
+				b := hc.block()
+				start := time.Now()
+				hc.write(func() error {
+					return hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:1], EndStream: true})
+				})
+				for range tc.conts {
+					hc.write(func() error { return hc.fr.WriteContinuation(1, false, nil) })
+				}
+				ev := hc.readUntil(5*time.Second, closedConn)
+				if ev.goaway == nil {
+					t.Error("connection closed without GOAWAY")
+				}
+				if took := time.Since(start); took > 3*time.Second {
+					t.Errorf("closed after %v, want about the read header timeout", took)
+				}
 			})
-			for range tc.conts {
-				hc.write(func() error { return hc.fr.WriteContinuation(1, false, nil) })
-			}
-			ev := hc.readUntil(5*time.Second, closedConn)
-			if ev.goaway == nil {
-				t.Error("connection closed without GOAWAY")
-			}
-			if took := time.Since(start); took > 3*time.Second {
-				t.Errorf("closed after %v, want about the read header timeout", took)
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestH2Floods sends each flood from one connection: the connection is
@@ -139,46 +144,48 @@ func TestH2Floods(t *testing.T) {
 		{desc: "SETTINGS flood", flood: func(fr *http2.Framer, i int, _ []byte) error { return fr.WriteSettings() }},
 		{desc: "PING flood", flood: func(fr *http2.Framer, i int, _ []byte) error { return fr.WritePing(false, [8]byte{byte(i)}) }},
 	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			var tune func(*h2guard.Config)
-			if tc.maxControl > 0 {
-				tune = func(g *h2guard.Config) { g.MaxControlPerSecond = tc.maxControl }
-			}
-			env := startH2EnvGuard(t, testConfig(), tune, startRawUpstream(t).addr())
-			runtime.GC()
-			base := runtime.NumGoroutine()
-			hc := dialH2(t, env.srv.Addr().String())
-			b := hc.block() // the same bytes each time: HPACK allows it
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				bw := bufio.NewWriter(hc.c)
-				fr := http2.NewFramer(bw, nil)
-				for i := 0; i < 100000; i += batch {
-					hc.wmu.Lock()
-					var err error
-					for j := i; j < i+batch && err == nil; j++ {
-						err = tc.flood(fr, j, b)
-					}
-					if err == nil {
-						err = bw.Flush()
-					}
-					hc.wmu.Unlock()
-					if err != nil {
-						return // the server closed the connection
-					}
+	forEachH2Server(t, testConfig(), func(t *testing.T, cfg conf.Listener) {
+		for _, tc := range tests {
+			t.Run(tc.desc, func(t *testing.T) {
+				var tune func(*h2guard.Config)
+				if tc.maxControl > 0 {
+					tune = func(g *h2guard.Config) { g.MaxControlPerSecond = tc.maxControl }
 				}
-			}()
-			ev := hc.readUntil(10*time.Second, closedConn)
-			hc.c.Close()
-			<-done
-			if ev.goaway == nil {
-				t.Errorf("connection closed without GOAWAY after %d frames", ev.frames)
-			} else if ev.goaway.ErrCode != http2.ErrCodeEnhanceYourCalm && ev.goaway.ErrCode != http2.ErrCodeProtocol {
-				t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM or PROTOCOL_ERROR", ev.goaway.ErrCode)
-			}
-			settleGoroutines(t, base)
-		})
-	}
+				env := startH2EnvGuard(t, cfg, tune, startRawUpstream(t).addr())
+				runtime.GC()
+				base := runtime.NumGoroutine()
+				hc := dialH2(t, env.srv.Addr().String())
+				b := hc.block() // the same bytes each time: HPACK allows it
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					bw := bufio.NewWriter(hc.c)
+					fr := http2.NewFramer(bw, nil)
+					for i := 0; i < 100000; i += batch {
+						hc.wmu.Lock()
+						var err error
+						for j := i; j < i+batch && err == nil; j++ {
+							err = tc.flood(fr, j, b)
+						}
+						if err == nil {
+							err = bw.Flush()
+						}
+						hc.wmu.Unlock()
+						if err != nil {
+							return // the server closed the connection
+						}
+					}
+				}()
+				ev := hc.readUntil(10*time.Second, closedConn)
+				hc.c.Close()
+				<-done
+				if ev.goaway == nil {
+					t.Errorf("connection closed without GOAWAY after %d frames", ev.frames)
+				} else if ev.goaway.ErrCode != http2.ErrCodeEnhanceYourCalm && ev.goaway.ErrCode != http2.ErrCodeProtocol {
+					t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM or PROTOCOL_ERROR", ev.goaway.ErrCode)
+				}
+				settleGoroutines(t, base)
+			})
+		}
+	})
 }

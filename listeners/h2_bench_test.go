@@ -27,7 +27,9 @@ func BenchmarkH2Guard(b *testing.B) {
 				w.WriteHead(200, nil, 2)
 				w.Write([]byte("ok"))
 			})
-			f, err := newH2Front(testConfig(), h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			cfg := testConfig()
+			cfg.H2Server = "xnet" // the guard is x/net's
+			f, err := newH2Front(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/edgeway/edgeway/conf"
 )
 
 // TestH2ClientMistakes sends requests that are the client's fault over
@@ -46,44 +48,50 @@ func TestH2ClientMistakes(t *testing.T) {
 		{desc: "name upper case", kv: []string{"X-A", "1"}},
 		{desc: "name with a space", kv: []string{"x a", "1"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			up := startRawUpstream(t)
-			env := startH2Env(t, testConfig(), up.addr())
-			hc := dialH2(t, env.srv.Addr().String())
-			hc.request(1, len(tc.body) == 0, tc.kv...)
-			for i, b := range tc.body {
-				hc.data(1, i == len(tc.body)-1, b)
-			}
-			ev := hc.readUntil(ioTimeout, answered(1))
-			r := ev.streams[1]
-			switch {
-			case r != nil && r.isReset:
-				if r.reset != http2.ErrCodeProtocol && r.reset != http2.ErrCodeStreamClosed {
-					t.Errorf("stream reset with %v, want PROTOCOL_ERROR", r.reset)
+	forEachH2Server(t, testConfig(), func(t *testing.T, cfg conf.Listener) {
+		for _, tc := range tests {
+			t.Run(tc.desc, func(t *testing.T) {
+				t.Parallel()
+				up := startRawUpstream(t)
+				env := startH2Env(t, cfg, up.addr())
+				hc := dialH2(t, env.srv.Addr().String())
+				hc.request(1, len(tc.body) == 0, tc.kv...)
+				for i, b := range tc.body {
+					hc.data(1, i == len(tc.body)-1, b)
 				}
-			case r != nil && r.status != "":
-				if r.status[0] != '4' {
-					t.Errorf("status %s, want 4xx (body %q)", r.status, r.body)
+				ev := hc.readUntil(ioTimeout, answered(1))
+				r := ev.streams[1]
+				switch {
+				case r != nil && r.isReset:
+					if r.reset != http2.ErrCodeProtocol && r.reset != http2.ErrCodeStreamClosed {
+						t.Errorf("stream reset with %v, want PROTOCOL_ERROR", r.reset)
+					}
+				case r != nil && r.status != "":
+					if r.status[0] != '4' {
+						t.Errorf("status %s, want 4xx (body %q)", r.status, r.body)
+					}
+				case ev.goaway != nil && ev.goaway.ErrCode == http2.ErrCodeProtocol:
+				default:
+					t.Fatalf("no answer for stream 1 (goaway %v, closed %v)", ev.goaway, ev.closed)
 				}
-			case ev.goaway != nil && ev.goaway.ErrCode == http2.ErrCodeProtocol:
-			default:
-				t.Fatalf("no answer for stream 1 (goaway %v, closed %v)", ev.goaway, ev.closed)
-			}
-			if got := up.requests(); len(got) > 0 {
-				t.Errorf("forwarded to the upstream:\n%s", strings.Join(got, "\n"))
-			}
-			env.assertHealthy(t)
-		})
-	}
+				if got := up.requests(); len(got) > 0 {
+					t.Errorf("forwarded to the upstream:\n%s", strings.Join(got, "\n"))
+				}
+				env.assertHealthy(t)
+			})
+		}
+	})
 }
 
 // TestH2Forwarded checks what reaches an HTTP/1.1 upstream of fields that
 // HTTP/2 may carry but HTTP/1.1 must not see as is.
 func TestH2Forwarded(t *testing.T) {
+	forEachH2Server(t, testConfig(), testH2Forwarded)
+}
+
+func testH2Forwarded(t *testing.T, cfg conf.Listener) {
 	up := startRawUpstream(t)
-	env := startH2Env(t, testConfig(), up.addr())
+	env := startH2Env(t, cfg, up.addr())
 	hc := dialH2(t, env.srv.Addr().String())
 	hc.request(1, true, "te", "trailers", "x-ok", "a\tb", "cookie", "a=1", "cookie", "b=2")
 	ev := hc.readUntil(ioTimeout, answered(1))

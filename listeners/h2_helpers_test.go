@@ -20,6 +20,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/testutil"
+	"github.com/edgeway/edgeway/listeners/h2conn"
 	"github.com/edgeway/edgeway/listeners/h2guard"
 	"github.com/edgeway/edgeway/router"
 	"github.com/edgeway/edgeway/routes/rule"
@@ -81,8 +82,29 @@ func startTuned(t *testing.T, cfg conf.Listener, h httpmsg.Handler, tune func(*h
 	if s.h2 == nil {
 		t.Fatal("the listener serves no HTTP/2")
 	}
-	tune(&s.h2.cur.Load().guard)
+	f := s.h2.cur.Load()
+	tune(&f.guard)
+	if f.own != nil {
+		f.ownCfg.MaxControlPerSecond = f.guard.MaxControlPerSecond
+		f.own = h2conn.New(f.ownCfg)
+	}
 	return serve(t, s)
+}
+
+// h2Servers are the HTTP/2 servers a listener may run (h2_server): the
+// HTTP/2 tests run against each.
+var h2Servers = []string{"xnet", "own"}
+
+// forEachH2Server runs f as a subtest per HTTP/2 server, with cfg's
+// h2_server set to it.
+func forEachH2Server(t *testing.T, cfg conf.Listener, f func(t *testing.T, cfg conf.Listener)) {
+	for _, srv := range h2Servers {
+		t.Run(srv, func(t *testing.T) {
+			c := cfg
+			c.H2Server = srv
+			f(t, c)
+		})
+	}
 }
 
 // status is the pool's one server's status.

@@ -5,10 +5,12 @@
 // and no buffer; when bytes arrive, the HTTP/1 server (listeners/http1)
 // parses the request in place and hands edgeway's own request type to the
 // router. A connection that opens with the HTTP/2 preface is handed to
-// golang.org/x/net/http2, whose requests reach the same router through
-// the net/http adapter (internal/stdhttp). The tradeoff: an h2c
-// connection keeps its goroutines (x/net/http2 is goroutine-bound), so
-// only HTTP/1 connections get the parked cost.
+// edgeway's own HTTP/2 server (listeners/h2conn), which fills the same
+// request type (or, with h2_server xnet, to golang.org/x/net/http2,
+// whose requests reach the router through the net/http adapter,
+// internal/stdhttp). The tradeoff: an HTTP/2 connection keeps its
+// goroutines (a read loop and a writer) while idle, so only HTTP/1
+// connections get the parked cost.
 package listeners
 
 import (

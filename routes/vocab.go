@@ -146,6 +146,7 @@ var vocabulary = map[BlockKind][]Spec{
 		{Name: "error_page", Usage: "CODE... file PATH|BODY", Min: 2, Max: -1, Repeat: true},
 		{Name: "not_found_body", Usage: "TEXT", Min: 1, Max: 1},
 		{Name: "normalize", Usage: "on|off", Min: 1, Max: 1},
+		{Name: "h2_server", Usage: "own|xnet", Min: 1, Max: 1},
 		{Name: "tls", Block: ListenTLSBlock},
 		{Name: "proxy_protocol", Usage: "trusted CIDR...", Min: 2, Max: -1},
 		{Name: "redirect_https", Usage: "[PORT]", Min: 0, Max: 1},

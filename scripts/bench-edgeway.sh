@@ -28,10 +28,12 @@ tlsup)
 *) echo "bench-edgeway.sh: unknown VARIANT $VARIANT" >&2; exit 2 ;;
 esac
 # MODE=h2 (h2-peers.sh): TLS with ALPN h2 and http/1.1, the harness's cert.
-protocols="http1 h2c" tls=""
+# H2_SERVER (h2 only): the listener's h2_server, xnet (default) or own.
+protocols="http1 h2c" tls="" h2server=""
 if [[ ${MODE:-h1} == h2 ]]; then
 	protocols="tls http1 h2"
 	tls="tls { cert ${TLS_CERT:?} ${TLS_KEY:?} }"
+	h2server="h2_server ${H2_SERVER:-xnet}"
 fi
 cat >"$d/edgeway.conf" <<CONF
 $logging
@@ -41,6 +43,7 @@ $tls
 listen bench {
   addr $LISTEN
   protocols $protocols
+  $h2server
   idle_timeout 300s
   max_conns 0
 }

@@ -6,7 +6,8 @@
 #                            proxy_pass https:// with proxy_ssl_session_reuse on; UPSTREAM_TLS=0 skips)
 #   scripts/bench.sh idle    memory per idle keep-alive connection (idle-conns.sh)
 #   scripts/bench.sh ws      memory per idle WebSocket tunnel, echo latency (ws-conns.sh)
-#   scripts/bench.sh h2      HTTP/2 over TLS req/s and CPU per request (h2-peers.sh)
+#   scripts/bench.sh h2      HTTP/2 over TLS req/s and CPU per request (h2-peers.sh), edgeway
+#                            on x/net's HTTP/2 server and on its own (edgeway-own)
 # Installs the peers with apt-get when they are missing. The harness's knobs
 # (ROUNDS, DURATION, CONNS, IDLE_NS, ...) pass through from the environment.
 set -euo pipefail
@@ -82,7 +83,9 @@ ws)
 	export EXTRA_PROXY="edgeway|$port|$root/scripts/bench-edgeway.sh"
 	exec "$bench_dir/ws-conns.sh" ${WS_NS:-} ;;
 h2)
-	export EXTRA_PROXY_H2="edgeway|8444|$root/scripts/bench-edgeway.sh"
+	# edgeway on each HTTP/2 server: x/net's (the default) and its own
+	# (h2_server own, listeners/h2conn).
+	export EXTRA_PROXY_H2="edgeway|8444|$root/scripts/bench-edgeway.sh"$'\n'"edgeway-own|8445|H2_SERVER=own $root/scripts/bench-edgeway.sh"
 	exec "$bench_dir/h2-peers.sh" ;;
 *) echo "usage: $0 peers|idle|ws|h2" >&2; exit 2 ;;
 esac

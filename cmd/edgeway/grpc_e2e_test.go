@@ -28,11 +28,27 @@ import (
 // through an h2c upstream, and a gRPC client connected to edgeway over
 // h2c, or over TLS (h2 by ALPN) when overTLS is set.
 func grpcThroughEdgeway(t *testing.T, overTLS bool) *grpc.ClientConn {
+	return grpcThroughEdgewayOn(t, grpcFront(overTLS, "own"))
+}
+
+// grpcThroughEdgewayOn is grpcThroughEdgeway with the client on front.
+func grpcThroughEdgewayOn(t *testing.T, front grpcFrontSpec) *grpc.ClientConn {
 	t.Helper()
 	srv := grpc.NewServer(grpc.ForceServerCodec(testgrpc.Codec{}))
 	srv.RegisterService(&testgrpc.Desc, testgrpc.Echo{})
-	_, cc := grpcProxied(t, srv, overTLS, grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
+	_, cc := grpcProxiedOn(t, srv, front, grpc.WithDefaultCallOptions(grpc.ForceCodec(testgrpc.Codec{})))
 	return cc
+}
+
+// grpcFrontSpec is the edgeway listener a gRPC client connects to: h2c
+// or TLS, and its HTTP/2 server (h2_server).
+type grpcFrontSpec struct {
+	tls      bool
+	h2Server string // "xnet" or "own"
+}
+
+func grpcFront(overTLS bool, h2Server string) grpcFrontSpec {
+	return grpcFrontSpec{tls: overTLS, h2Server: h2Server}
 }
 
 // grpcProxied serves srv on loopback behind an edgeway whose routes send
@@ -41,6 +57,12 @@ func grpcThroughEdgeway(t *testing.T, overTLS bool) *grpc.ClientConn {
 // when overTLS is set.
 func grpcProxied(t *testing.T, srv *grpc.Server, overTLS bool, opts ...grpc.DialOption) (*testutil.Proc, *grpc.ClientConn) {
 	t.Helper()
+	return grpcProxiedOn(t, srv, grpcFront(overTLS, "own"), opts...)
+}
+
+// grpcProxiedOn is grpcProxied with the client on front.
+func grpcProxiedOn(t *testing.T, srv *grpc.Server, front grpcFrontSpec, opts ...grpc.DialOption) (*testutil.Proc, *grpc.ClientConn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,16 +70,23 @@ func grpcProxied(t *testing.T, srv *grpc.Server, overTLS bool, opts ...grpc.Dial
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
 	routes := fmt.Sprintf("upstream grpc {\n  server %s\n  protocol h2c\n}\nroute rpc {\n  match PathPrefix(`/`)\n  to grpc\n}\n", ln.Addr())
-	extra := ""
-	if overTLS {
-		extra = "tls { self_signed grpc.test }\nlisten sec { addr 127.0.0.1:0\n protocols tls h2 }\n"
+	extra, name := "", ""
+	switch {
+	case front.tls:
+		extra = "tls { self_signed grpc.test }\nlisten sec { addr 127.0.0.1:0\n protocols tls h2\n h2_server " + front.h2Server + " }\n"
+		name = "sec"
+	case front.h2Server != "own": // web, the default listener, runs own
+		extra = "listen front { addr 127.0.0.1:0\n protocols http1 h2c\n h2_server " + front.h2Server + " }\n"
+		name = "front"
 	}
 	p, base, _ := startEdgeway(t, extra, map[string]string{"grpc.routes": routes})
 	target, creds := strings.TrimPrefix(base, "http://"), insecure.NewCredentials()
-	if overTLS {
+	if name != "" {
+		target = p.Addrs(t, 2)[name]
+	}
+	if front.tls {
 		// The certificate is made at start, in memory: trust it blindly,
 		// the point here is the HTTP/2 over TLS path.
-		target = p.Addrs(t, 2)["sec"]
 		creds = credentials.NewTLS(&tls.Config{ServerName: "grpc.test", InsecureSkipVerify: true})
 	}
 	cc, err := grpc.NewClient("passthrough:///"+target, append(opts, grpc.WithTransportCredentials(creds))...)
@@ -77,6 +106,8 @@ func callCtx(t *testing.T) context.Context {
 func TestGRPCThroughH2CUpstream(t *testing.T) {
 	t.Run("h2c front", func(t *testing.T) { testGRPC(t, grpcThroughEdgeway(t, false)) })
 	t.Run("TLS front", func(t *testing.T) { testGRPC(t, grpcThroughEdgeway(t, true)) })
+	t.Run("xnet h2c front", func(t *testing.T) { testGRPC(t, grpcThroughEdgewayOn(t, grpcFront(false, "xnet"))) })
+	t.Run("xnet TLS front", func(t *testing.T) { testGRPC(t, grpcThroughEdgewayOn(t, grpcFront(true, "xnet"))) })
 }
 
 // testGRPC makes every kind of call on cc.

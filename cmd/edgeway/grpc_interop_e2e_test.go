@@ -37,10 +37,13 @@ const interopRounds = 15
 func TestGRPCInterop(t *testing.T) {
 	for _, front := range []struct {
 		name string
-		tls  bool
-	}{{"h2c front", false}, {"TLS front", true}} {
+		spec grpcFrontSpec
+	}{
+		{"h2c front", grpcFront(false, "own")}, {"TLS front", grpcFront(true, "own")},
+		{"xnet h2c front", grpcFront(false, "xnet")}, {"xnet TLS front", grpcFront(true, "xnet")},
+	} {
 		t.Run(front.name, func(t *testing.T) {
-			p, cc := grpcProxied(t, testgrpc.NewInteropServer(), front.tls)
+			p, cc := grpcProxiedOn(t, testgrpc.NewInteropServer(), front.spec)
 			tc, uc := tpb.NewTestServiceClient(cc), tpb.NewUnimplementedServiceClient(cc)
 			failed := map[string]int{}
 			var first []string

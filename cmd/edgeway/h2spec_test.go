@@ -17,9 +17,10 @@ import (
 	"github.com/edgeway/edgeway/internal/testutil"
 )
 
-// h2specKnown lists the h2spec cases edgeway's h2c listener is known to
-// fail, each with the reason; empty since the h2guard in front of x/net
-// answers the cases x/net did not (see listeners/h2guard).
+// h2specKnown lists the h2spec cases edgeway's HTTP/2 listeners are
+// known to fail, each with the reason; empty: edgeway's own server passes
+// them all, and so does x/net's with the h2guard in front of it (see
+// listeners/h2guard).
 var h2specKnown = map[string]string{}
 
 type junitCase struct {
@@ -66,12 +67,19 @@ func TestH2SpecConformance(t *testing.T) {
 		io.WriteString(w, "hello over h2c\n")
 	}))
 	t.Cleanup(up.Close)
-	p, base, _ := startEdgeway(t, "tls { self_signed localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s }\n",
+	// web and sec run edgeway's own server (listeners/h2conn, the
+	// default), xnet and xnetsec x/net's (h2_server xnet).
+	p, base, _ := startEdgeway(t, "tls { self_signed localhost }\nlisten sec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s }\n"+
+		"listen xnet { addr 127.0.0.1:0\n protocols http1 h2c\n read_header_timeout 2s\n h2_server xnet }\n"+
+		"listen xnetsec { addr 127.0.0.1:0\n protocols tls http1 h2\n read_header_timeout 2s\n h2_server xnet }\n",
 		map[string]string{"a.routes": fmt.Sprintf(
 			"upstream u { server %s }\nroute r { match PathPrefix(`/`)\n to u }\n", hostPort(up))})
-	tlsAddr := p.Addrs(t, 2)["sec"]
-	t.Run("h2c", func(t *testing.T) { runH2Spec(t, bin, base[strings.LastIndex(base, ":")+1:]) })
-	t.Run("tls", func(t *testing.T) { runH2Spec(t, bin, tlsAddr[strings.LastIndex(tlsAddr, ":")+1:], "-t", "-k") })
+	addrs := p.Addrs(t, 4)
+	port := func(a string) string { return a[strings.LastIndex(a, ":")+1:] }
+	t.Run("h2c", func(t *testing.T) { runH2Spec(t, bin, port(base)) })
+	t.Run("tls", func(t *testing.T) { runH2Spec(t, bin, port(addrs["sec"]), "-t", "-k") })
+	t.Run("xnet/h2c", func(t *testing.T) { runH2Spec(t, bin, port(addrs["xnet"])) })
+	t.Run("xnet/tls", func(t *testing.T) { runH2Spec(t, bin, port(addrs["xnetsec"]), "-t", "-k") })
 }
 
 // runH2Spec runs the suite against 127.0.0.1:port with extra flags.

@@ -89,8 +89,12 @@ func h2Client(addr string, tc *tls.Config, dials *atomic.Int32) *http.Client {
 // max_header_bytes gets 431 on its stream and the next request on the
 // same connection is served; a Host that is not an authority gets 400.
 // Each gets its access-log line and count, and none reaches the upstream.
+//
+// web and websecure run edgeway's own HTTP/2 server (the default),
+// xnetweb and xnetsec x/net's (h2_server xnet): the same holds on both.
 func TestRefusalsSeenHTTP2(t *testing.T) {
-	s := startRefusalSite(t, "")
+	s := startRefusalSite(t, refusalXnetListeners)
+	xnet := s.p.Addrs(t, 4)
 	for _, c := range []struct {
 		desc, listener, url string
 		addr                string
@@ -98,6 +102,8 @@ func TestRefusalsSeenHTTP2(t *testing.T) {
 	}{
 		{desc: "h2c", listener: "web", url: "http://a.test/", addr: strings.TrimPrefix(s.base, "http://")},
 		{desc: "h2", listener: "websecure", url: "https://site.test/", addr: s.secure, tls: &tls.Config{RootCAs: s.ca.Pool, ServerName: "site.test"}},
+		{desc: "xnet h2c", listener: "xnetweb", url: "http://a.test/", addr: xnet["xnetweb"]},
+		{desc: "xnet h2", listener: "xnetsec", url: "https://site.test/", addr: xnet["xnetsec"], tls: &tls.Config{RootCAs: s.ca.Pool, ServerName: "site.test"}},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
 			var dials atomic.Int32
@@ -129,6 +135,11 @@ func TestRefusalsSeenHTTP2(t *testing.T) {
 	}
 }
 
+// refusalXnetListeners are an h2c and a TLS listener on x/net's HTTP/2
+// server (h2_server xnet), for startRefusalSite.
+const refusalXnetListeners = "listen xnetweb {\n  addr 127.0.0.1:0\n  protocols http1 h2c\n  h2_server xnet\n}\n" +
+	"listen xnetsec {\n  addr 127.0.0.1:0\n  protocols tls http1 h2\n  h2_server xnet\n}\n"
+
 // statusOf sends req with c and returns the response status.
 func statusOf(t *testing.T, c *http.Client, req *http.Request) int {
 	t.Helper()
@@ -147,9 +158,27 @@ func statusOf(t *testing.T, c *http.Client, req *http.Request) int {
 // connection-specific field (GOAWAY PROTOCOL_ERROR, by the guard) and a
 // header list over four times max_header_bytes (GOAWAY
 // ENHANCE_YOUR_CALM, by the guard).
+//
+// web runs edgeway's own HTTP/2 server (the default), xnetweb x/net's
+// behind the guard: they answer the same, except that a
+// connection-specific field is a stream error on the own server
+// (RST_STREAM PROTOCOL_ERROR, as RFC 9113 §8.2.2 has it) where the guard
+// ends the connection (GOAWAY).
 func TestRefusalsSeenHTTP2Errors(t *testing.T) {
-	s := startRefusalSite(t, "")
-	addr := strings.TrimPrefix(s.base, "http://")
+	s := startRefusalSite(t, refusalXnetListeners)
+	for _, front := range []struct{ listener, addr string }{
+		{"web", strings.TrimPrefix(s.base, "http://")},
+		{"xnetweb", s.p.Addrs(t, 4)["xnetweb"]},
+	} {
+		t.Run(front.listener, func(t *testing.T) { testRefusalsHTTP2Errors(t, s, front.listener, front.addr) })
+	}
+	if n := s.reached.Load(); n != 0 {
+		t.Errorf("the upstream saw %d requests, want none", n)
+	}
+}
+
+func testRefusalsHTTP2Errors(t *testing.T, s *refusalSite, listener, addr string) {
+	xnet := listener == "xnetweb"
 	get := []hpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"}, {Name: ":authority", Value: "a.test"}}
 	for _, c := range []struct {
 		desc   string
@@ -167,7 +196,7 @@ func TestRefusalsSeenHTTP2Errors(t *testing.T) {
 		{desc: "pseudo-header after a field", fields: append(append(get[:3:3], hpack.HeaderField{Name: "x-a", Value: "1"}), hpack.HeaderField{Name: ":path", Value: "/"}),
 			code: http2.ErrCodeProtocol, reason: "malformed_request", count: 4},
 		{desc: "connection field", fields: append(append(get[:3:3], hpack.HeaderField{Name: ":path", Value: "/"}), hpack.HeaderField{Name: "connection", Value: "close"}),
-			goAway: true, code: http2.ErrCodeProtocol, reason: "connection_specific_header", count: 1},
+			goAway: xnet, code: http2.ErrCodeProtocol, reason: "connection_specific_header", count: 1},
 		{desc: "header list over 4x the limit", fields: append(append(get[:3:3], hpack.HeaderField{Name: ":path", Value: "/"}), hpack.HeaderField{Name: "x-big", Value: strings.Repeat("b", 200<<10)}),
 			goAway: true, code: http2.ErrCodeEnhanceYourCalm, reason: "request_head_too_large", count: 1},
 	} {
@@ -178,11 +207,8 @@ func TestRefusalsSeenHTTP2Errors(t *testing.T) {
 			if goAway != c.goAway || code != c.code {
 				t.Errorf("got goaway %v code %v, want goaway %v code %v", goAway, code, c.goAway, c.code)
 			}
-			s.seen(t, "web", "HTTP/2", 0, c.reason, c.count)
+			s.seen(t, listener, "HTTP/2", 0, c.reason, c.count)
 		})
-	}
-	if n := s.reached.Load(); n != 0 {
-		t.Errorf("the upstream saw %d requests, want none", n)
 	}
 }
 

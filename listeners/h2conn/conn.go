@@ -1,0 +1,495 @@
+package h2conn
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/panics"
+)
+
+// conn is one HTTP/2 connection. The read loop (serve's goroutine) owns
+// the fields marked "reader"; mu guards the rest, which the streams'
+// handler goroutines and the writer share.
+type conn struct {
+	s   *Server
+	cfg *Config
+	nc  net.Conn
+
+	remote, local netip.AddrPort
+	tls           bool
+	tlsVersion    uint16
+	serverName    string
+	clientCert    *x509.Certificate
+
+	// reader
+	rbuf     []byte
+	r, w     int
+	dec      *hpack.Decoder
+	hb       headerBlock
+	ctl      int
+	ctlStart time.Time
+
+	mu         sync.Mutex
+	sendCond   sync.Cond // a stream waiting for window or room in out
+	wcond      sync.Cond // the writer waiting for frames
+	streams    map[uint32]*stream
+	maxStream  uint32 // highest stream the client opened
+	open       int    // streams in streams not reset
+	handlers   int    // handler goroutines running
+	out        []byte // frames for the writer
+	sendWindow int64  // the connection's send window
+	initWindow int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerFrame  int    // the client's SETTINGS_MAX_FRAME_SIZE
+	recvWindow int64  // what the client may still send on the connection
+	unacked    int64  // connection window consumed and not yet granted back
+	goingAway  bool   // GOAWAY sent: no new streams
+	goAwayLast uint32
+	closing    bool       // the writer ends once out is written
+	broken     error      // the connection failed: every stream's writes fail
+	deadline   int        // the read deadline armed: dlNone, dlIdle, dlHeader
+	idleSince  time.Time  // when the last stream closed
+	recent     [32]uint32 // streams lately reset by this side: their frames are ignored
+	nrecent    int
+	writerDone chan struct{}
+}
+
+// The read deadline's purpose.
+const (
+	dlNone = iota
+	dlIdle
+	dlHeader
+	dlWake // Shutdown woke the reader
+)
+
+var errConnClosed = errors.New("h2conn: connection closed")
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, cfg: &s.cfg, nc: nc, streams: map[uint32]*stream{},
+		sendWindow: defaultWindow, initWindow: defaultWindow, peerFrame: defaultFrameSize,
+		recvWindow: connWindow, writerDone: make(chan struct{})}
+	c.sendCond.L, c.wcond.L = &c.mu, &c.mu
+	c.remote, c.local = addrPort(nc.RemoteAddr()), addrPort(nc.LocalAddr())
+	if cs, ok := nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
+		st := cs.ConnectionState()
+		c.tls, c.tlsVersion, c.serverName = true, st.Version, st.ServerName
+		if len(st.VerifiedChains) > 0 && len(st.VerifiedChains[0]) > 0 {
+			c.clientCert = st.VerifiedChains[0][0]
+		}
+	}
+	c.dec = hpack.NewDecoder(4096, c.emit)
+	c.dec.SetMaxStringLength(HardHeaderFactor * c.cfg.MaxHeaderBytes)
+	return c
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.AddrPort()
+	case interface{ AddrPort() netip.AddrPort }:
+		return a.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// serve runs the connection: the preface, then frames until the client
+// goes, a connection error or the end of a graceful shutdown.
+func (c *conn) serve() {
+	panics.Go("h2 writer", c.writeLoop)
+	defer c.abortStreams()
+	c.queueSettings()
+	if c.s.shutting.Load() {
+		c.goAwayGraceful()
+	}
+	if !c.readPreface() {
+		c.closeNow()
+		return
+	}
+	for {
+		fh, p, err := c.readFrame()
+		if err != nil && isTimeout(err) && !c.hb.open && c.rearmIdle() {
+			continue // not idle after all; a frame read in part stays
+		}
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		if err := c.process(fh, p); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// queueSettings queues the server's SETTINGS and the connection window.
+func (c *conn) queueSettings() {
+	c.mu.Lock()
+	b := appendFrameHeader(c.out, 4*6, frameSettings, 0, 0)
+	b = appendSetting(b, settingMaxConcurrentStreams, uint32(c.cfg.MaxConcurrentStreams))
+	b = appendSetting(b, settingInitialWindowSize, streamWindow)
+	b = appendSetting(b, settingMaxFrameSize, uint32(c.cfg.MaxFrameSize))
+	b = appendSetting(b, settingMaxHeaderListSize, uint32(HardHeaderFactor*c.cfg.MaxHeaderBytes))
+	c.out = appendWindowUpdate(b, 0, connWindow-defaultWindow)
+	c.wcond.Signal()
+	c.mu.Unlock()
+}
+
+func appendSetting(b []byte, id uint16, v uint32) []byte {
+	return appendUint32(append(b, byte(id>>8), byte(id)), v)
+}
+
+func (c *conn) readPreface() bool {
+	if c.cfg.ReadHeaderTimeout > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(c.cfg.ReadHeaderTimeout))
+	}
+	c.rbuf = make([]byte, 0, frameHeaderLen+defaultFrameSize)
+	c.rbuf = c.rbuf[:cap(c.rbuf)]
+	if err := c.fill(len(clientPreface)); err != nil || string(c.rbuf[:len(clientPreface)]) != clientPreface {
+		return false
+	}
+	c.r = len(clientPreface)
+	c.nc.SetReadDeadline(time.Time{})
+	c.mu.Lock()
+	c.armIdleLocked()
+	c.mu.Unlock()
+	return true
+}
+
+// fill reads until the buffer holds n unread bytes, growing it when n is
+// more than it can hold.
+func (c *conn) fill(n int) error {
+	if c.w-c.r >= n {
+		return nil
+	}
+	if c.r+n > len(c.rbuf) {
+		if n > len(c.rbuf) {
+			nb := make([]byte, n)
+			copy(nb, c.rbuf[c.r:c.w])
+			c.rbuf = nb
+		} else {
+			copy(c.rbuf, c.rbuf[c.r:c.w])
+		}
+		c.w -= c.r
+		c.r = 0
+	}
+	for c.w-c.r < n {
+		if c.hb.open && c.cfg.ReadHeaderTimeout > 0 {
+			c.armHeaderDeadline()
+		}
+		k, err := c.nc.Read(c.rbuf[c.w:])
+		c.w += k
+		if err != nil && c.w-c.r < n {
+			if errors.Is(err, io.EOF) && c.w > c.r {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrame returns the next frame; its payload is valid until the next
+// call. A frame over MaxFrameSize is a connection error read no further.
+func (c *conn) readFrame() (frameHeader, []byte, error) {
+	if c.r == c.w && cap(c.rbuf) > frameHeaderLen+c.cfg.MaxFrameSize && c.cfg.MaxFrameSize > defaultFrameSize {
+		// a large frame grew the buffer: give it back between frames
+		c.rbuf, c.r, c.w = make([]byte, frameHeaderLen+defaultFrameSize), 0, 0
+	}
+	if err := c.fill(frameHeaderLen); err != nil {
+		return frameHeader{}, nil, err
+	}
+	fh := parseFrameHeader(c.rbuf[c.r:])
+	if fh.length > uint32(c.cfg.MaxFrameSize) {
+		return fh, nil, &connError{code: codeFrameSize, kind: httpmsg.ReasonFrameTooLarge, why: "frame larger than SETTINGS_MAX_FRAME_SIZE"}
+	}
+	if err := c.fill(frameHeaderLen + int(fh.length)); err != nil {
+		return fh, nil, err
+	}
+	p := c.rbuf[c.r+frameHeaderLen : c.r+frameHeaderLen+int(fh.length)]
+	c.r += frameHeaderLen + int(fh.length)
+	return fh, p, nil
+}
+
+// readFailed ends the connection after a failed read: a connection
+// error, a timeout (header block, idle, shutdown) or the client gone.
+func (c *conn) readFailed(err error) {
+	var ce *connError
+	if errors.As(err, &ce) {
+		c.fail(err)
+		return
+	}
+	if !isTimeout(err) {
+		c.closeNow()
+		return
+	}
+	c.mu.Lock()
+	dl := c.deadline
+	c.mu.Unlock()
+	switch {
+	case c.hb.open:
+		c.fail(&connError{code: codeCalm, kind: httpmsg.ReasonHeaderTimeout, why: "header block not finished within the read header timeout"})
+	case dl == dlWake:
+		c.closeGoAway(codeNo) // a graceful shutdown whose streams are done
+	default:
+		c.closeGoAway(codeNo) // idle
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// fail ends the connection on a connection error, reported when it is
+// the client's.
+func (c *conn) fail(err error) {
+	var ce *connError
+	if !errors.As(err, &ce) {
+		c.closeNow()
+		return
+	}
+	if ce.kind != "" {
+		c.refuse(0, ce.kind)
+	}
+	c.closeGoAway(ce.code)
+}
+
+// refuse reports a refusal.
+func (c *conn) refuse(status int, reason string) {
+	if c.cfg.Refused != nil {
+		c.cfg.Refused(httpmsg.Refusal{Listener: c.cfg.Listener, Protocol: "HTTP/2", Status: status, Reason: reason, Remote: c.remote})
+	}
+}
+
+// control counts a control frame against the per-second limit.
+func (c *conn) control() error {
+	c.ctl++
+	if c.ctl == 1 {
+		c.ctlStart = time.Now()
+	}
+	if c.ctl <= c.cfg.MaxControlPerSecond {
+		return nil
+	}
+	now := time.Now()
+	if now.Sub(c.ctlStart) < time.Second {
+		return &connError{code: codeCalm, kind: httpmsg.ReasonControlFrameFlood, why: "control frame flood"}
+	}
+	c.ctl, c.ctlStart = 1, now
+	return nil
+}
+
+// armHeaderDeadline bounds an open header block, once: from its first
+// frame on, the block has ReadHeaderTimeout.
+func (c *conn) armHeaderDeadline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadline != dlHeader {
+		c.deadline = dlHeader
+		c.nc.SetReadDeadline(c.hb.start.Add(c.cfg.ReadHeaderTimeout))
+	}
+}
+
+// blockDone takes back the header block's deadline.
+func (c *conn) blockDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadline == dlHeader {
+		c.deadline = dlNone
+		c.nc.SetReadDeadline(time.Time{})
+		c.armIdleLocked()
+	}
+}
+
+// armIdleLocked notes that no stream is open and arms the idle timeout
+// unless it is armed already; a graceful shutdown with no stream left
+// wakes the reader at once. The deadline is not taken back when a stream
+// opens: when it passes, rearmIdle decides whether the connection was
+// idle that long, so that a busy connection costs one deadline change an
+// idle timeout, not two a request.
+func (c *conn) armIdleLocked() {
+	switch {
+	case c.deadline == dlHeader || len(c.streams) > 0:
+	case c.goingAway:
+		c.deadline = dlWake
+		c.nc.SetReadDeadline(time.Now())
+	case c.cfg.IdleTimeout > 0:
+		c.idleSince = time.Now()
+		if c.deadline != dlIdle {
+			c.deadline = dlIdle
+			c.nc.SetReadDeadline(c.idleSince.Add(c.cfg.IdleTimeout))
+		}
+	}
+}
+
+// busyLocked is a stream opening; the idle deadline stays (see
+// armIdleLocked).
+func (c *conn) busyLocked() {}
+
+// rearmIdle is the idle deadline passing: it reports whether the
+// connection was not idle that long, and then arms the deadline again.
+func (c *conn) rearmIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadline != dlIdle {
+		return false
+	}
+	now := time.Now()
+	switch {
+	case len(c.streams) > 0:
+		c.nc.SetReadDeadline(now.Add(c.cfg.IdleTimeout))
+	case now.Sub(c.idleSince) < c.cfg.IdleTimeout:
+		c.nc.SetReadDeadline(c.idleSince.Add(c.cfg.IdleTimeout))
+	default:
+		return false
+	}
+	return true
+}
+
+// goAwayGraceful sends GOAWAY (NO_ERROR): the streams open go on, no
+// new one is served, and the connection closes when they are done.
+func (c *conn) goAwayGraceful() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.goingAway || c.closing {
+		return
+	}
+	c.goingAway, c.goAwayLast = true, c.maxStream
+	c.out = appendGoAway(c.out, c.maxStream, codeNo)
+	c.wcond.Signal()
+	c.armIdleLocked()
+}
+
+// closeGoAway sends GOAWAY with code (unless one was sent: a graceful
+// GOAWAY's last stream stays), waits for the writer to send it, then
+// lingers so that the client reads it before the close, and closes.
+func (c *conn) closeGoAway(code uint32) {
+	c.mu.Lock()
+	if !c.goingAway || code != codeNo {
+		c.out = appendGoAway(c.out, c.maxStream, code)
+	}
+	c.goingAway, c.closing = true, true
+	c.wcond.Signal()
+	c.mu.Unlock()
+	t := time.NewTimer(lingerTime)
+	select {
+	case <-c.writerDone:
+	case <-t.C:
+	}
+	t.Stop()
+	c.linger()
+}
+
+// lingerTime is how long a connection ended by this side drains the
+// client, so that the close does not reset the connection before the
+// client read the GOAWAY.
+const lingerTime = time.Second
+
+func (c *conn) linger() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	var buf [512]byte
+	for {
+		if _, err := c.nc.Read(buf[:]); err != nil {
+			break
+		}
+	}
+	c.closeNow()
+}
+
+// closeNow closes the connection; the streams' writes fail.
+func (c *conn) closeNow() {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = errConnClosed
+	}
+	c.closing = true
+	c.wcond.Signal()
+	c.sendCond.Broadcast()
+	c.mu.Unlock()
+	c.nc.Close()
+}
+
+// abortStreams ends every stream when the connection ends: their
+// contexts are canceled and their reads and writes fail.
+func (c *conn) abortStreams() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken == nil {
+		c.broken = errConnClosed
+	}
+	for _, st := range c.streams {
+		st.closeLocked(errConnClosed)
+	}
+	c.sendCond.Broadcast()
+}
+
+// writeLoop writes what the streams and the read loop queued: all the
+// frames ready at one time go out in one write.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	var buf []byte
+	var wdl time.Time // the write deadline as last set
+	for {
+		c.mu.Lock()
+		for len(c.out) == 0 && !c.closing {
+			c.wcond.Wait()
+		}
+		if len(c.out) == 0 || c.broken != nil {
+			c.mu.Unlock()
+			return
+		}
+		buf, c.out = c.out, buf[:0]
+		c.sendCond.Broadcast() // room in out
+		c.mu.Unlock()
+		// The deadline moves once an eighth of the timeout has passed, not
+		// at every write: a peer that takes nothing is cut off between
+		// 7/8 of the timeout and the timeout.
+		if d := time.Now().Add(c.cfg.WriteTimeout); d.Sub(wdl) > c.cfg.WriteTimeout/8 {
+			wdl = d
+			c.nc.SetWriteDeadline(d)
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.mu.Lock()
+			if c.broken == nil {
+				c.broken = err
+			}
+			c.sendCond.Broadcast()
+			c.mu.Unlock()
+			c.nc.Close()
+			return
+		}
+		if cap(buf) > 4*maxOut {
+			buf = nil
+		}
+	}
+}
+
+// wakeWriterLocked has the writer send what is queued.
+func (c *conn) wakeWriterLocked() { c.wcond.Signal() }
+
+// recentlyReset reports a stream this side reset lately; c.mu is held.
+func (c *conn) recentlyReset(id uint32) bool {
+	for _, r := range c.recent {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// noteReset records a stream this side reset; c.mu is held.
+func (c *conn) noteReset(id uint32) {
+	c.recent[c.nrecent%len(c.recent)] = id
+	c.nrecent++
+}
