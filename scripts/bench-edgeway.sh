@@ -13,6 +13,8 @@
 #   tlsup          access log off, TLS to the upstream: the HTTPS origins
 #                  at $TLS_ORIGIN1,$TLS_ORIGIN2 instead of the harness's,
 #                  their certificate verified against $TLS_ORIGIN_CA
+# EDGEWAY_MAIN, when set, is added to the main file in every variant (a
+# buffers block, say: EDGEWAY_MAIN="buffers { disk 8GiB }").
 set -euo pipefail
 d=${PROXY_DIR:?}
 logging="log { access off; level warn }" tracing="" limit="" uselimit="" uptls=""
@@ -36,6 +38,7 @@ if [[ ${MODE:-h1} == h2 ]]; then
 	h2server="h2_server ${H2_SERVER:-xnet}"
 fi
 cat >"$d/edgeway.conf" <<CONF
+${EDGEWAY_MAIN:-}
 $logging
 $tracing
 $limit
