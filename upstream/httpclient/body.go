@@ -33,6 +33,11 @@ func (c *conn) respond(req *Request, resp *Response, hasBody bool) {
 	reusable := !h.Close && req.Header.Get("Upgrade") == ""
 	noBody := req.Method == "HEAD" || h.Status == 204 || h.Status == 304 || (h.ContentLength == 0 && !h.Chunked)
 	if noBody {
+		// Lifetime: release below hands the read buffer the head views
+		// back to its pool and the connection (with c.head) to the next
+		// exchange, before the caller has used the fields: it gets its
+		// own copy (one array for the strings; bodyless answers only).
+		resp.Header = ownHeader(h.Header)
 		resp.ContentLength = 0
 		if req.Method == "HEAD" && h.ContentLength > 0 {
 			resp.ContentLength = h.ContentLength // announced, not sent

@@ -39,3 +39,17 @@ func fieldBytes(h httpmsg.Header) int {
 	}
 	return n
 }
+
+// ownHeader returns a copy of h that shares nothing with it: a new slice
+// and its strings in one array.
+func ownHeader(h httpmsg.Header) httpmsg.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	sc := newStringCopier(fieldBytes(h))
+	out := make(httpmsg.Header, len(h))
+	for i, f := range h {
+		out[i] = httpmsg.Field{Name: sc.clone(f.Name), Value: sc.clone(f.Value)}
+	}
+	return out
+}

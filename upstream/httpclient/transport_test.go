@@ -3,6 +3,7 @@ package httpclient
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -288,3 +289,42 @@ func (s *trailerSetter) Read(p []byte) (int, error) {
 }
 
 func (s *trailerSetter) Close() error { return nil }
+
+// TestBodylessResponseHeaderOwned: a response without a body (204, 304,
+// HEAD, Content-Length: 0) gives its connection back to the pool as Do
+// returns, so its header must not view the connection's read buffer: the
+// next exchange on that connection reads into it. The first answer's
+// fields must survive the second exchange.
+func TestBodylessResponseHeaderOwned(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	addr, conns := rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			i := n.Add(1)
+			fmt.Fprintf(c, "HTTP/1.1 204 No Content\r\nX-Answer: answer-%d-%s\r\n\r\n", i, strings.Repeat("x", int(i)*7))
+		}
+	})
+	tr := newTestTransport(t, nil)
+	do := func() Response {
+		var resp Response
+		if err := tr.Do(addr, &Request{Method: "GET", Target: "/", Host: "u.test"}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first := do()
+	want := first.Header.Get("X-Answer")
+	for range 5 {
+		do()
+	}
+	if got := first.Header.Get("X-Answer"); got != want || want != "answer-1-xxxxxxx" {
+		t.Errorf("the first 204's X-Answer read %q after later exchanges, want %q (answer-1-xxxxxxx)", got, want)
+	}
+	if c := conns.Load(); c != 1 {
+		t.Errorf("%d connections, want the one reused", c)
+	}
+}
