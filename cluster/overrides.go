@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/edgeway/edgeway/internal/atomicfile"
 )
 
 // Override is one server's runtime override as the cluster keeps it under
@@ -39,14 +36,11 @@ type OverrideTable map[string]map[string]Override
 // it: written through etcd with compare-and-swap, applied by every
 // instance (the writer too) from its watch.
 type Overrides struct {
-	n     *Node
-	apply func(OverrideTable)
-	cache string // sealed copy of the table on disk; "" for none
-
+	n       *Node
+	apply   func(OverrideTable)
+	cache   sealedCache[OverrideTable]
 	table   atomic.Pointer[OverrideTable]
-	mu      sync.Mutex
-	rev     int64         // the revision applied last; guarded by mu
-	changed chan struct{} // closed and replaced on each applied change; guarded by mu
+	applied *applied
 }
 
 // Overrides starts following the override table. apply is called with
@@ -55,10 +49,10 @@ type Overrides struct {
 // starts while etcd is unreachable begins from its last state). cacheFile
 // ("" for none) is rewritten, sealed, after each change.
 func (n *Node) Overrides(cacheFile string, apply func(OverrideTable)) *Overrides {
-	o := &Overrides{n: n, apply: apply, cache: cacheFile, changed: make(chan struct{})}
+	o := &Overrides{n: n, apply: apply, cache: sealedCache[OverrideTable]{n, cacheFile, "override"}, applied: newApplied()}
 	empty := OverrideTable{}
 	o.table.Store(&empty)
-	if t, err := o.readCache(); err == nil {
+	if t, err := o.cache.read(); err == nil {
 		o.table.Store(&t)
 		apply(t)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -124,12 +118,8 @@ func (o *Overrides) Change(ev Event) {
 func (o *Overrides) publish(t OverrideTable, rev int64) {
 	o.table.Store(&t)
 	o.apply(t)
-	o.writeCache(t)
-	o.mu.Lock()
-	o.rev = max(o.rev, rev)
-	close(o.changed)
-	o.changed = make(chan struct{})
-	o.mu.Unlock()
+	o.cache.write(t)
+	o.applied.advance(rev)
 }
 
 // Update changes the override of pool/addr in etcd: change gets the
@@ -165,7 +155,7 @@ func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(O
 			return Override{}, o.n.unavailable("override write", err)
 		}
 		if resp.Succeeded {
-			o.waitApplied(ctx, resp.Header.Revision)
+			o.applied.wait(ctx, resp.Header.Revision)
 			return next, nil
 		}
 	}
@@ -185,56 +175,4 @@ func (o *Overrides) get(ctx context.Context, key string) (Override, int64, error
 		cur = Override{} // a damaged value is replaced
 	}
 	return cur, resp.Kvs[0].ModRevision, nil
-}
-
-// waitApplied waits until the watch has applied rev or ctx ends.
-func (o *Overrides) waitApplied(ctx context.Context, rev int64) {
-	for {
-		o.mu.Lock()
-		done, ch := o.rev >= rev, o.changed
-		o.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (o *Overrides) writeCache(t OverrideTable) {
-	if o.cache == "" {
-		return
-	}
-	b, err := json.Marshal(t)
-	if err == nil {
-		b, err = o.n.Seal(b)
-	}
-	if err == nil {
-		err = atomicfile.Write(o.cache, b)
-	}
-	if err != nil {
-		o.n.log.Warn("cluster: writing the override cache", "file", o.cache, "err", err)
-	}
-}
-
-func (o *Overrides) readCache() (OverrideTable, error) {
-	if o.cache == "" {
-		return nil, os.ErrNotExist
-	}
-	b, err := os.ReadFile(o.cache)
-	if err != nil {
-		return nil, err
-	}
-	plain, err := o.n.Open(b)
-	if err != nil {
-		return nil, err
-	}
-	var t OverrideTable
-	if err := json.Unmarshal(plain, &t); err != nil {
-		return nil, fmt.Errorf("override cache: %w", err)
-	}
-	return t, nil
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/edgeway/edgeway/internal/atomicfile"
 )
 
 // RouteShare is a traffic split's shares set through the admin API, as
@@ -33,14 +29,11 @@ type RouteShareTable map[string]RouteShare
 // saw it: written through etcd, applied by every instance (the writer
 // too) from its watch, as Overrides are.
 type RouteShares struct {
-	n     *Node
-	apply func(RouteShareTable)
-	cache string
-
+	n       *Node
+	apply   func(RouteShareTable)
+	cache   sealedCache[RouteShareTable]
 	table   atomic.Pointer[RouteShareTable]
-	mu      sync.Mutex
-	rev     int64
-	changed chan struct{}
+	applied *applied
 }
 
 // RouteShares starts following the route share table. apply is called
@@ -48,10 +41,10 @@ type RouteShares struct {
 // with the cached table, when cacheFile holds one); cacheFile ("" for
 // none) is rewritten, sealed, after each change.
 func (n *Node) RouteShares(cacheFile string, apply func(RouteShareTable)) *RouteShares {
-	r := &RouteShares{n: n, apply: apply, cache: cacheFile, changed: make(chan struct{})}
+	r := &RouteShares{n: n, apply: apply, cache: sealedCache[RouteShareTable]{n, cacheFile, "route share"}, applied: newApplied()}
 	empty := RouteShareTable{}
 	r.table.Store(&empty)
-	if t, err := r.readCache(); err == nil {
+	if t, err := r.cache.read(); err == nil {
 		r.table.Store(&t)
 		apply(t)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -97,12 +90,8 @@ func (r *RouteShares) Change(ev Event) {
 func (r *RouteShares) publish(t RouteShareTable, rev int64) {
 	r.table.Store(&t)
 	r.apply(t)
-	r.writeCache(t)
-	r.mu.Lock()
-	r.rev = max(r.rev, rev)
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
+	r.cache.write(t)
+	r.applied.advance(rev)
 }
 
 // Set writes route's shares to etcd (nil deletes them: back to the
@@ -132,57 +121,6 @@ func (r *RouteShares) Set(ctx context.Context, route string, shares map[string]i
 	case resp.Del() != nil:
 		rev = resp.Del().Header.Revision
 	}
-	r.waitApplied(ctx, rev)
+	r.applied.wait(ctx, rev)
 	return nil
-}
-
-func (r *RouteShares) waitApplied(ctx context.Context, rev int64) {
-	for {
-		r.mu.Lock()
-		done, ch := r.rev >= rev, r.changed
-		r.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (r *RouteShares) writeCache(t RouteShareTable) {
-	if r.cache == "" {
-		return
-	}
-	b, err := json.Marshal(t)
-	if err == nil {
-		b, err = r.n.Seal(b)
-	}
-	if err == nil {
-		err = atomicfile.Write(r.cache, b)
-	}
-	if err != nil {
-		r.n.log.Warn("cluster: writing the route share cache", "file", r.cache, "err", err)
-	}
-}
-
-func (r *RouteShares) readCache() (RouteShareTable, error) {
-	if r.cache == "" {
-		return nil, os.ErrNotExist
-	}
-	b, err := os.ReadFile(r.cache)
-	if err != nil {
-		return nil, err
-	}
-	plain, err := r.n.Open(b)
-	if err != nil {
-		return nil, err
-	}
-	var t RouteShareTable
-	if err := json.Unmarshal(plain, &t); err != nil {
-		return nil, fmt.Errorf("route share cache: %w", err)
-	}
-	return t, nil
 }
