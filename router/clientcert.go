@@ -80,6 +80,10 @@ func (x *exchange) clientCertValue(c *x509.Certificate) string {
 		return id.xfcc
 	}
 	x.certBuf = append(append(append(x.certBuf[:0], v...), ','), id.xfcc...)
+	// Lifetime: the value views the exchange's own buffer, written once
+	// per request; it goes into the outbound header, which the upstream
+	// client serialises (or copies, for HTTP/2) before finish, and a
+	// mirror copy clones.
 	return bytesString(x.certBuf)
 }
 
