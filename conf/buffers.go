@@ -11,7 +11,7 @@ import (
 // Defaults of the buffers block (Buffers).
 const (
 	DefaultBufferMemory        int64 = 64 << 20
-	DefaultBufferDisk          int64 = 1 << 30
+	DefaultBufferDisk          int64 = 8 << 30
 	DefaultBufferRequestMemory int64 = 1 << 20
 	// DefaultBufferResponseMemory and DefaultBufferResponseMax are
 	// Buffers.ResponseMemory and ResponseMax when none is written;
@@ -44,18 +44,39 @@ func buffersDirective(b *builder, _ *routes.File, d *routes.Directive) {
 
 // MinRate is a listener's body_min_rate.
 type MinRate struct {
-	Bytes  int64         // bytes per second; 0: no minimum
+	Bytes  int64         // bytes per second; 0: the default; negative (`off`): no minimum
 	Window time.Duration // what each measure spans
 }
 
-// DefaultBodyMinRateWindow is body_min_rate's window when none is written.
-const DefaultBodyMinRateWindow = 5 * time.Second
+// The body_min_rate defaults: a listener with no body_min_rate line
+// needs 500 bytes a second over each 10s (Apache's mod_reqtimeout asks
+// the same rate by default): a trickle of a few bytes every few seconds
+// is cut after 10s, while the slowest real link (a 2G phone sends 5
+// KB/s and more) is far above it. DefaultBodyMinRateWindow is also the
+// window of a line that names none.
+const (
+	DefaultBodyMinRate             = 500
+	DefaultBodyMinRateWindow       = 10 * time.Second
+	noMinRate                int64 = -1
+)
+
+// Effective is the minimum a listener enforces: its zero value is the
+// default, `off` is the zero MinRate.
+func (r MinRate) Effective() MinRate {
+	switch {
+	case r.Bytes == 0:
+		return MinRate{Bytes: DefaultBodyMinRate, Window: DefaultBodyMinRateWindow}
+	case r.Bytes < 0:
+		return MinRate{}
+	}
+	return r
+}
 
 // bodyMinRate reads `body_min_rate SIZE/s [DURATION]|off`.
 func bodyMinRate(b *builder, l *Listener, d *routes.Directive) {
 	a := d.Args[0]
 	if a.Value == "off" && len(d.Args) == 1 {
-		l.BodyMinRate = MinRate{}
+		l.BodyMinRate = MinRate{Bytes: noMinRate}
 		return
 	}
 	size, ok := strings.CutSuffix(a.Value, "/s")

@@ -133,11 +133,12 @@ type Listener struct {
 	BodyTimeout time.Duration
 	// BodyMinRate is the least rate at which a client must send a body
 	// edgeway buffers (`body_min_rate SIZE/s [WINDOW]`): measured over
-	// each Window of the upload (default 5s, at least 1s), a body that
+	// each Window of the upload (default 10s, at least 1s), a body that
 	// brought fewer than Bytes per second over a window is answered 408
 	// and its connection closed, and nothing reaches a server. It catches
 	// the trickle that body_timeout's silence cannot (a few bytes every
-	// few seconds). Default off (zero Bytes).
+	// few seconds). Default 500 bytes/s over 10s (the zero value; see
+	// MinRate.Effective); `off` is a negative Bytes.
 	BodyMinRate MinRate
 	// MaxConns caps concurrent client connections; further ones wait in the
 	// kernel backlog. 0 means no limit. Default 0.
@@ -296,7 +297,8 @@ type Buffers struct {
 	// SIZE`). Each body's first 4 KiB is granted past it. Default 64MiB.
 	Memory int64
 	// Disk caps the temporary files' bytes together (`disk SIZE`).
-	// Default 1GiB.
+	// Default 8GiB; whatever it says, a spill never takes Dir's file
+	// system under bodybuf.MinFreePercent (5%) free.
 	Disk int64
 	// RequestMemory is the memory one body may take before it goes on
 	// in a file (`request_memory SIZE`). Default 1MiB; at most Memory.

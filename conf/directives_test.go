@@ -53,7 +53,10 @@ func TestDirectives(t *testing.T) {
 		{desc: "body_min_rate default window", base: baseListen, line: "body_min_rate 100/s", check: func(c *Config) bool {
 			return c.Listeners[0].BodyMinRate == MinRate{Bytes: 100, Window: DefaultBodyMinRateWindow}
 		}},
-		{desc: "body_min_rate default off", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyMinRate == MinRate{} }},
+		{desc: "body_min_rate default", base: baseListen, line: "", check: func(c *Config) bool {
+			return c.Listeners[0].BodyMinRate.Effective() == MinRate{Bytes: 500, Window: 10 * time.Second}
+		}},
+		{desc: "body_min_rate off", base: baseListen, line: "body_min_rate off", check: func(c *Config) bool { return c.Listeners[0].BodyMinRate.Effective() == MinRate{} }},
 		{desc: "body_min_rate not a rate", base: baseListen, line: "body_min_rate 1KiB", err: `3:17: body_min_rate: "1KiB" is not a rate`},
 		{desc: "body_min_rate short window", base: baseListen, line: "body_min_rate 1KiB/s 10ms", err: `3:24: body_min_rate: window "10ms" is not a duration of at least 1s`},
 		{desc: "body_timeout zero", base: baseListen, line: "body_timeout 0s", err: `3:16: body_timeout: must be more than 0`},

@@ -66,7 +66,7 @@ var ListenerSettings = []ListenerSetting{
 	{"max_header_bytes", "MaxHeaderBytes", Restart, "32KiB", maxHeaderBytes},
 	{"max_body_bytes", "MaxBodyBytes", Live, "100MiB", maxBodyBytes},
 	{"body_timeout", "BodyTimeout", Live, "10s", bodyTimeout},
-	{"body_min_rate", "BodyMinRate", Live, "off", bodyMinRate},
+	{"body_min_rate", "BodyMinRate", Live, "500B/s 10s", bodyMinRate},
 	{"max_conns", "MaxConns", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.MaxConns) }},
 	{"backlog", "Backlog", Restart, "0", func(b *builder, l *Listener, d *routes.Directive) { b.setInt(d, 0, &l.Backlog) }},
 	{"reuseport", "ReusePort", Restart, "off", switchSetting(func(l *Listener) *bool { return &l.ReusePort })},

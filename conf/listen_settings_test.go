@@ -47,6 +47,7 @@ func TestListenerDefaults(t *testing.T) {
 		MaxHeaderBytes:    32 << 10,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		BodyTimeout:       DefaultBodyTimeout,
+		BodyMinRate:       MinRate{Bytes: DefaultBodyMinRate, Window: DefaultBodyMinRateWindow},
 		NoDelay:           true,
 		DeferAccept:       time.Second,
 		KeepAlive:         true,

@@ -71,15 +71,16 @@ type Router struct {
 	snap    atomic.Pointer[Snapshot]
 	release *time.Timer // hands a replaced table's memory back; guarded by mu
 
-	limits    map[string]*limitEntry                  // rate limiters by name; guarded by mu
-	limitView atomic.Pointer[map[string]*routeLimit]  // the live ones, for the metrics
-	jwks      map[jwksKey]*jwt.Remote                 // key sets fetched from URLs; guarded by mu
-	jwksView  atomic.Pointer[map[jwksKey]*jwt.Remote] // the live ones, for the metrics
-	exchanges sync.Pool                               // *exchange
-	bufs      *bodybuf.Pool                           // request bodies held before forwarding (buffering.go)
-	tunnels   tunnels
-	splits    splitRegistry // split routes' runtime state (split.go)
-	refusals  refusalLog
+	limits      map[string]*limitEntry                  // rate limiters by name; guarded by mu
+	limitView   atomic.Pointer[map[string]*routeLimit]  // the live ones, for the metrics
+	jwks        map[jwksKey]*jwt.Remote                 // key sets fetched from URLs; guarded by mu
+	jwksView    atomic.Pointer[map[jwksKey]*jwt.Remote] // the live ones, for the metrics
+	exchanges   sync.Pool                               // *exchange
+	bufs        *bodybuf.Pool                           // request bodies held before forwarding (buffering.go)
+	bufsApplied bool                                    // a buffers block was applied once (setBufferLimits)
+	tunnels     tunnels
+	splits      splitRegistry // split routes' runtime state (split.go)
+	refusals    refusalLog
 }
 
 // New returns a router with an empty table: every request gets 404 until
@@ -130,7 +131,7 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	s.attachLimits(cfg.Routes, r.syncLimits(cfg.Limits))
 	s.attachJWKS(r.syncJWKS(cfg))
 	s.attachSplits(&r.splits, cfg, r.log, r.set.Pools())
-	r.bufs.SetLimits(bufferLimits(cfg.Buffers))
+	r.setBufferLimits(bufferLimits(cfg.Buffers))
 	if r.metrics != nil {
 		s.attachMetrics(r.metrics)
 	}
@@ -138,6 +139,18 @@ func (r *Router) Apply(cfg *conf.Config) error {
 	r.drainTunnels(s, cfg.TunnelDrain)
 	r.releaseLater()
 	return nil
+}
+
+// setBufferLimits applies the buffers block; a dir that changed and is a
+// tmpfs is warned about once: its temporary files are memory.
+func (r *Router) setBufferLimits(l bodybuf.Limits) {
+	old := r.bufs.Limits().Dir
+	r.bufs.SetLimits(l)
+	if dir := r.bufs.Limits().Dir; (dir != old || !r.bufsApplied) && bodybuf.OnTmpfs(dir) {
+		r.log.Warn("the buffers dir is a tmpfs: bodies spilled to its temporary files take memory, up to the disk cap; set buffers { dir PATH } on a disk",
+			slog.String("dir", dir), slog.Int64("disk_cap", r.bufs.Limits().Disk))
+	}
+	r.bufsApplied = true
 }
 
 // bufferLimits maps the buffers block to the pool's limits (zero fields

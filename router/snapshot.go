@@ -164,7 +164,7 @@ func buildHTTPListener(lc conf.Listener, rcs []conf.Route, routes []*route) (*ht
 		normalize:   lc.Normalize,
 		maxBody:     bodyLimit(lc),
 		bodyTimeout: bodyTimeoutOf(lc),
-		minRate:     lc.BodyMinRate,
+		minRate:     lc.BodyMinRate.Effective(),
 		trusted:     lc.TrustedProxies,
 		access:      compileAccess(conf.Access{Allow: lc.Allow, Deny: lc.Deny}),
 		errorPages:  compileErrorPages(lc.ErrorPages),

@@ -121,7 +121,7 @@ func (b *Buffer) flush() error {
 	if len(c) == 0 {
 		return nil
 	}
-	if !reserve(&b.pool.disk, int64(len(c)), b.pool.lim.Load().Disk) {
+	if !b.pool.reserveDisk(int64(len(c)), b.pool.lim.Load()) {
 		b.pool.overflows.Add(1)
 		return ErrFull
 	}

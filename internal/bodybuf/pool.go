@@ -30,9 +30,14 @@ const (
 // Defaults of Limits' zero fields.
 const (
 	DefaultMemory  int64 = 64 << 20
-	DefaultDisk    int64 = 1 << 30
+	DefaultDisk    int64 = 8 << 30
 	DefaultPerBody int64 = 1 << 20
 )
+
+// MinFreePercent is the share of its file system a spill always leaves
+// free, whatever Limits.Disk allows: temporary files never fill the
+// disk that edgeway (or the machine) logs and writes state to.
+const MinFreePercent = 5
 
 // Limits bounds what bodies hold (conf.Buffers).
 type Limits struct {
@@ -86,6 +91,7 @@ type Pool struct {
 	// them for the metrics.
 	respMemory, respDisk      atomic.Int64
 	respSpills, respOverflows atomic.Uint64
+	free                      freeSpace
 }
 
 // NewPool returns a Pool with the given limits (zero fields: defaults).
@@ -127,6 +133,19 @@ func (p *Pool) Stats() Stats {
 		Spills: p.respSpills.Load(), Overflows: p.respOverflows.Load()}
 	return Stats{Memory: max(p.memory.Load()-r.Memory, 0), Disk: max(p.disk.Load()-r.Disk, 0),
 		Spills: p.spills.Load() - r.Spills, Overflows: p.overflows.Load() - r.Overflows, Response: r}
+}
+
+// reserveDisk reserves n bytes of temporary file: within the disk cap,
+// and only while the file system of lim.Dir keeps MinFreePercent free.
+func (p *Pool) reserveDisk(n int64, lim *Limits) bool {
+	if !reserve(&p.disk, n, lim.Disk) {
+		return false
+	}
+	if !p.free.enough(lim.Dir, n) {
+		p.disk.Add(-n)
+		return false
+	}
+	return true
 }
 
 // reserve adds n to c unless that passes limit.

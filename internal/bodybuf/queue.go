@@ -154,7 +154,7 @@ func (q *Queue) fileSpace(stage []byte) ([]byte, bool, bool) {
 	if q.max > 0 {
 		n = min(n, q.max-q.held)
 	}
-	if !reserve(&q.pool.disk, n, lim.Disk) {
+	if !q.pool.reserveDisk(n, lim) {
 		q.countOverflow()
 		return nil, false, false
 	}
