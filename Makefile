@@ -14,7 +14,7 @@ H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 PEBBLE    ?= github.com/letsencrypt/pebble/v2/cmd/...@v2.10.3
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-slow bench-ws bench-h2 bench-tls bench-h3 bench-policy bench-compress bench-go fuzz clean
+.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-slow bench-bulk bench-ws bench-h2 bench-tls bench-h3 bench-policy bench-compress bench-go fuzz clean
 
 all: build
 
@@ -90,6 +90,11 @@ bench: build
 # clients, edgeway beside nginx and HAProxy (scripts/bench-slow.sh).
 bench-slow: build
 	scripts/bench-slow.sh
+
+# bench-bulk: a 100 MB download and upload through edgeway and nginx
+# against the same transfer made directly (scripts/bench-bulk.sh).
+bench-bulk: build
+	scripts/bench-bulk.sh
 
 # bench-idle: memory per idle keep-alive connection (idle-conns.sh).
 bench-idle: build

@@ -8,12 +8,13 @@
 # (proxy_request_buffering and proxy_buffering on, temp files past its
 # buffers). The proxy runs on CPU 0, curl and the origin
 # (internal/benchtools/bulkorigin) on CPU 1; ports 29001-29082.
-# Knobs: SIZE=100000000 ROUNDS=5 TARGETS="direct edgeway edgeway-stream nginx".
+# Knobs: SIZE=100000000 ROUNDS=5 TARGETS="direct edgeway edgeway-stream nginx"
+# DIRS="down up".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/lib.sh"
 SIZE=${SIZE:-100000000} ROUNDS=${ROUNDS:-5}
-TARGETS=${TARGETS:-direct edgeway edgeway-stream nginx}
+TARGETS=${TARGETS:-direct edgeway edgeway-stream nginx} DIRS=${DIRS:-down up}
 need curl taskset go
 [[ -x $root/bin/edgeway ]] || (cd "$root" && make build)
 (cd "$root" && go build -o "$tmp/bulkorigin" ./internal/benchtools/bulkorigin)
@@ -114,12 +115,12 @@ rate() {
 	fi
 	awk -v s="$SIZE" '{ if ($1 != s || ($3 != "" && $3 != 200)) { print "failed(" $3 ")"; exit } printf "%.0f\n", $1 / $2 / 1e6 }' <<<"$out"
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 log "size $SIZE bytes, $ROUNDS rounds, targets: $TARGETS"
 declare -A runs
 for ((r = 0; r < ROUNDS; r++)); do
-	for dir in down up; do
+	for dir in $DIRS; do
 		for t in $TARGETS; do
 			runs[$dir.$t]+="$(rate "$dir" "$t") "
 		done
@@ -127,12 +128,12 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 printf '%-16s %12s %8s %12s %8s\n' target "down MB/s" "/direct" "up MB/s" "/direct"
 for t in $TARGETS; do
-	down=$(tr ' ' '\n' <<<"${runs[down.$t]}" | grep . | median)
-	up=$(tr ' ' '\n' <<<"${runs[up.$t]}" | grep . | median)
+	down=$(tr ' ' '\n' <<<"${runs[down.$t]:-}" | grep . | median || true)
+	up=$(tr ' ' '\n' <<<"${runs[up.$t]:-}" | grep . | median || true)
 	ddown=$(tr ' ' '\n' <<<"${runs[down.direct]:-}" | grep . | median || true)
 	dup=$(tr ' ' '\n' <<<"${runs[up.direct]:-}" | grep . | median || true)
-	awk -v t="$t" -v d="$down" -v u="$up" -v dd="${ddown:-0}" -v du="${dup:-0}" \
-		'BEGIN { printf "%-16s %12s %8s %12s %8s\n", t, d, dd ? sprintf("%.2f", d / dd) : "-", u, du ? sprintf("%.2f", u / du) : "-" }'
+	awk -v t="$t" -v d="${down:--}" -v u="${up:--}" -v dd="${ddown:-0}" -v du="${dup:-0}" \
+		'BEGIN { printf "%-16s %12s %8s %12s %8s\n", t, d, (dd && d != "-") ? sprintf("%.2f", d / dd) : "-", u, (du && u != "-") ? sprintf("%.2f", u / du) : "-" }'
 done
 left=$(find "$tmp/edgeway/buffers" -type f | wc -l)
 log "temporary files left in edgeway's buffers dir: $left"

@@ -18,6 +18,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The chunk sizes: a body starts with a small chunk, so that a client that
@@ -55,6 +56,9 @@ type Limits struct {
 	PerBody int64
 	// Dir is where temporary files are made. "": os.TempDir().
 	Dir string
+	// SpillGrace is how long a response body (a Queue) whose memory is
+	// full waits for its consumer before it spills. 0: DefaultSpillGrace.
+	SpillGrace time.Duration
 }
 
 // withDefaults fills in the zero fields.
@@ -70,6 +74,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Dir == "" {
 		l.Dir = os.TempDir()
+	}
+	if l.SpillGrace <= 0 {
+		l.SpillGrace = DefaultSpillGrace
 	}
 	return l
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // Queue is a body in transit, first in first out: one goroutine (the
@@ -35,12 +36,15 @@ type Queue struct {
 	fileR  int64 // bytes of the file taken
 	resv   int64 // disk reserved at fileW for the read in progress
 	toFile bool  // new bytes go to the file: the memory ones are older
-	held   int64 // appended and not taken
-	end    error // the producer's end: io.EOF or its error
-	stop   bool  // the consumer gave up
-	full   bool  // the producer had to wait for the consumer at least once
-	data   chan struct{}
-	room   chan struct{}
+	// spillNow: the consumer let SpillGrace pass with memory full; the
+	// next bytes go to the file without waiting again (until rewind).
+	spillNow bool
+	held     int64 // appended and not taken
+	end      error // the producer's end: io.EOF or its error
+	stop     bool  // the consumer gave up
+	full     bool  // the producer had to wait for the consumer at least once
+	data     chan struct{}
+	room     chan struct{}
 }
 
 // ErrStopped is what Fill returns once the consumer called Stop.
@@ -91,8 +95,15 @@ func (q *Queue) space(stage []byte) ([]byte, bool, error) {
 			q.rewind()
 		}
 		if q.max <= 0 || q.held < q.max {
-			if p, toFile, ok := q.spaceLocked(stage); ok {
+			p, toFile, ok := q.spaceLocked(stage, q.spillNow)
+			if ok {
 				return p, toFile, nil
+			}
+			if p == nil && !q.spillNow {
+				// Memory is full and the next bytes would go to a file:
+				// give the consumer SpillGrace to make room first.
+				q.graceLocked()
+				continue
 			}
 		}
 		if q.held == 0 {
@@ -107,9 +118,35 @@ func (q *Queue) space(stage []byte) ([]byte, bool, error) {
 	}
 }
 
+// DefaultSpillGrace is how long a producer whose memory is full waits for
+// the consumer to make room before it spills to the file (Limits.SpillGrace). A consumer that
+// keeps up (a fast client) takes a chunk in far less, and the body stays
+// in memory: a file costs two more copies and the file system's work for
+// every byte. A consumer that does not (a slow reader) costs the producer
+// one such wait per spill; from then on the bytes go to the file until
+// the consumer has drained it.
+const DefaultSpillGrace = 20 * time.Millisecond
+
+// graceLocked waits up to the pool's SpillGrace for the consumer to take bytes (or
+// stop); past it, the next space spills. q.mu is held, and released while
+// it waits.
+func (q *Queue) graceLocked() {
+	q.mu.Unlock()
+	t := time.NewTimer(q.pool.lim.Load().SpillGrace)
+	select {
+	case <-q.room:
+		t.Stop()
+		q.mu.Lock()
+	case <-t.C:
+		q.mu.Lock()
+		q.spillNow = true
+	}
+}
+
 // spaceLocked finds room: the last chunk's free tail, a new chunk, or the
-// stage for the file. q.mu is held.
-func (q *Queue) spaceLocked(stage []byte) ([]byte, bool, bool) {
+// stage for the file. q.mu is held. With spill false it does not go to
+// the file, and returns a nil slice and false where it would have.
+func (q *Queue) spaceLocked(stage []byte, spill bool) ([]byte, bool, bool) {
 	if q.toFile {
 		return q.fileSpace(stage)
 	}
@@ -129,6 +166,8 @@ func (q *Queue) spaceLocked(stage []byte) ([]byte, bool, bool) {
 		q.addChunk(SmallChunk)
 	case q.memRes+Chunk <= mem && reserve(&q.pool.memory, Chunk, lim.Memory):
 		q.addChunk(Chunk)
+	case !spill && q.held > 0:
+		return nil, false, false
 	default:
 		return q.fileSpace(stage)
 	}
@@ -230,7 +269,7 @@ func (q *Queue) rewind() {
 	}
 	q.pool.disk.Add(-q.fileW)
 	q.pool.respDisk.Add(-q.fileW)
-	q.fileW, q.fileR, q.toFile = 0, 0, false
+	q.fileW, q.fileR, q.toFile, q.spillNow = 0, 0, false, false
 }
 
 // Close ends the producer's side: err is io.EOF at the end of the body,

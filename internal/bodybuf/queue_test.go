@@ -201,3 +201,50 @@ func TestQueueStopReleasesAWaitingProducer(t *testing.T) {
 		t.Errorf("after Release: %+v", s)
 	}
 }
+
+// TestQueueSpillsOnlyForASlowConsumer: with its memory full, the producer
+// waits SpillGrace for the consumer before it spills. A consumer that
+// keeps taking (a fast client; the grace is a minute here, so that a
+// loaded machine cannot make it slow) keeps a body of many times the
+// memory out of the file; one that takes nothing gets it spilled after
+// the default wait.
+func TestQueueSpillsOnlyForASlowConsumer(t *testing.T) {
+	t.Parallel()
+	body := randomBody(8 << 20)
+	t.Run("fast consumer", func(t *testing.T) {
+		t.Parallel()
+		p := NewPool(Limits{Dir: t.TempDir(), SpillGrace: time.Minute})
+		var q Queue
+		q.Start(p, 256<<10, 0)
+		done := make(chan error, 1)
+		go func() { done <- produce(&q, body) }()
+		got, err := drain(&q, nil)
+		<-done
+		if err != io.EOF || !bytes.Equal(got, body) {
+			t.Fatalf("consumer got %d bytes, %v; want the %d bytes of the body, io.EOF", len(got), err, len(body))
+		}
+		if s := p.Stats().Response.Spills; s != 0 {
+			t.Errorf("%d spills for a consumer that kept up, want 0", s)
+		}
+		q.Release()
+	})
+	t.Run("consumer that takes nothing", func(t *testing.T) {
+		t.Parallel()
+		p := NewPool(Limits{Dir: t.TempDir()})
+		var q Queue
+		q.Start(p, 256<<10, 0)
+		done := make(chan error, 1)
+		go func() { done <- produce(&q, body) }()
+		if err := <-done; err != io.EOF { // the producer did not wait for the consumer
+			t.Fatalf("producer: %v, want io.EOF", err)
+		}
+		if s := p.Stats().Response.Spills; s != 1 {
+			t.Errorf("%d spills for a consumer that took nothing, want 1", s)
+		}
+		got, err := drain(&q, nil)
+		if err != io.EOF || !bytes.Equal(got, body) {
+			t.Fatalf("consumer got %d bytes, %v; want the whole body", len(got), err)
+		}
+		q.Release()
+	})
+}
