@@ -10,7 +10,7 @@ import (
 
 // Defaults of the buffers block (Buffers).
 const (
-	DefaultBufferMemory        int64 = 64 << 20
+	DefaultBufferMemory        int64 = 32 << 20
 	DefaultBufferDisk          int64 = 8 << 30
 	DefaultBufferRequestMemory int64 = 1 << 20
 	// DefaultBufferResponseMemory and DefaultBufferResponseMax are

@@ -294,7 +294,7 @@ type Runtime struct {
 // A zero field means its default.
 type Buffers struct {
 	// Memory caps the memory all held bodies take together (`memory
-	// SIZE`). Each body's first 4 KiB is granted past it. Default 64MiB.
+	// SIZE`). Each body's first 4 KiB is granted past it. Default 32MiB.
 	Memory int64
 	// Disk caps the temporary files' bytes together (`disk SIZE`).
 	// Default 8GiB; whatever it says, a spill never takes Dir's file

@@ -42,7 +42,7 @@ func TestDirectives(t *testing.T) {
 		{desc: "buffers memory too small", base: baseTop, line: "buffers { memory 1KiB }", err: `4:18: memory: 1KiB is out of range (expected at least 64KiB)`},
 		{desc: "buffers disk bad", base: baseTop, line: "buffers { disk lots }", err: `4:16: disk: `},
 		{desc: "buffers request_memory over memory", base: baseTop, line: "buffers { memory 1MiB; request_memory 2MiB }", err: `4:39: request_memory: 2MiB is more than the buffers' memory (1MiB)`},
-		{desc: "buffers request_memory over default memory", base: baseTop, line: "buffers { request_memory 128MiB }", err: `4:26: request_memory: 128MiB is more than the buffers' memory (64MiB)`},
+		{desc: "buffers request_memory over default memory", base: baseTop, line: "buffers { request_memory 128MiB }", err: `4:26: request_memory: 128MiB is more than the buffers' memory (32MiB)`},
 		{desc: "buffers in a block", base: baseListen, line: "buffers { memory 1MiB }", err: `3:3: unknown directive "buffers" in listen block`},
 		{desc: "body_timeout", base: baseListen, line: "body_timeout 2s", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 2*time.Second }},
 		{desc: "body_timeout default", base: baseListen, line: "", check: func(c *Config) bool { return c.Listeners[0].BodyTimeout == 10*time.Second }},

@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -29,8 +30,10 @@ import (
 //
 // Cost: a response that ends within the first read (every small answer
 // with a length) takes no queue and no goroutine: the path is copyBody's.
-// A longer one takes a goroutine, two channels, a second 32 KiB copy
-// buffer and the chunks it holds.
+// A longer one takes a goroutine (with a 32 KiB buffer while it reads
+// the server), two channels and the chunks it holds; its writer gives
+// its 32 KiB copy buffer back after the first read and writes the file's
+// bytes through a 4 KiB one (a slow reader waits in a write holding it).
 //
 // Never buffered: text/event-stream, gRPC (application/grpc...),
 // answers that carry `X-Accel-Buffering: no` (the field is removed, as
@@ -86,14 +89,15 @@ var errResponseReader = errors.New("response body reader failed")
 // read. Its errors are copyBody's.
 func (x *exchange) copyBuffered(body io.ReadCloser, stream bool, dst io.Writer, enc encoder) error {
 	buf := buffers.Get()
-	// Lifetime: buf is read into and written from here only, and the
-	// queue's views are written before Done hands their chunk back.
-	defer buffers.Put(buf)
+	// Lifetime: buf is read into and written from here only, and is
+	// handed back once its first read went out; the queue's views are
+	// written before Done hands their chunk back.
 	n, rerr := body.Read(buf)
 	if n > 0 {
 		x.wd.touch()
 	}
 	if rerr != nil { // the whole answer in one read (or a failure): no queue
+		defer buffers.Put(buf)
 		if err := x.writeOut(buf[:n], stream, dst, enc); err != nil {
 			return err
 		}
@@ -109,8 +113,24 @@ func (x *exchange) copyBuffered(body io.ReadCloser, stream bool, dst io.Writer, 
 	defer x.endBuffered(done, &closed)
 	g := x.wd.gen()
 	panics.Go("response body reader", func() { x.fillResponse(body, g, done, &closed) })
-	return x.writeBuffered(buf, n, stream, dst, enc)
+	err := x.writeOut(buf[:n], stream, dst, enc)
+	buffers.Put(buf)
+	if err != nil {
+		return err
+	}
+	// What the queue holds in memory is written from its chunks; bytes
+	// from its file go through a small scratch buffer. The client that
+	// makes the queue spill is a slow one, whose writer waits in a
+	// write for a long time: it holds 4 KiB there, not 32.
+	scratch := scratchBufs.Get().(*[scratchSize]byte)
+	defer scratchBufs.Put(scratch)
+	return x.writeBuffered(scratch[:], stream, dst, enc)
 }
+
+// scratchBufs lends the buffers a queue's file bytes are read into.
+const scratchSize = 4 << 10
+
+var scratchBufs = sync.Pool{New: func() any { return new([scratchSize]byte) }}
 
 // endBuffered ends a buffered copy, also when the writer panicked: a
 // reader still running is stopped (its read of the server interrupted)
@@ -175,13 +195,10 @@ func (x *exchange) fillResponse(body io.ReadCloser, g uint64, done chan<- struct
 	}
 }
 
-// writeBuffered writes the first read (buf[:n]), then what the queue
-// gives, to dst; it flushes the client's writer whenever it has caught up
+// writeBuffered writes what the queue gives to dst (buf: the scratch for
+// its file bytes); it flushes the client's writer whenever it has caught up
 // with the server, so that no byte waits for the next one.
-func (x *exchange) writeBuffered(buf []byte, n int, stream bool, dst io.Writer, enc encoder) error {
-	if err := x.writeOut(buf[:n], stream, dst, enc); err != nil {
-		return err
-	}
+func (x *exchange) writeBuffered(buf []byte, stream bool, dst io.Writer, enc encoder) error {
 	for {
 		if !x.rq.Ready() {
 			if stream && enc != nil && enc.Flush() != nil {

@@ -30,7 +30,7 @@ const (
 
 // Defaults of Limits' zero fields.
 const (
-	DefaultMemory  int64 = 64 << 20
+	DefaultMemory  int64 = 32 << 20
 	DefaultDisk    int64 = 8 << 30
 	DefaultPerBody int64 = 1 << 20
 )
