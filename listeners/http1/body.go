@@ -129,7 +129,8 @@ func (b *body) drain() bool {
 	}
 	x := b.x
 	x.setDeadline(time.Now().Add(x.s.readHeaderTimeout()))
-	scratch := x.rw.wbuf[:cap(x.rw.wbuf)] // the response is out
+	scratch := x.rw.buf()
+	scratch = scratch[:cap(scratch)] // the response is out
 	for total := 0; total <= maxDrain; {
 		n, err := b.Read(scratch)
 		total += n

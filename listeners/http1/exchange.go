@@ -50,7 +50,6 @@ func newExchange(s *Server) *exchange {
 	x.buf = x.small
 	x.body.x = x
 	x.rw.x = x
-	x.rw.wbuf = make([]byte, 0, smallBuf)
 	x.rw.tryFn = x.rw.tryWrite
 	x.trailerFn = x.body.trailers
 	x.tryFn = x.tryRead

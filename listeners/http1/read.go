@@ -208,7 +208,7 @@ func (x *exchange) refuse(status int, reason string) engine.Action {
 		f(httpmsg.Refusal{Listener: x.s.cfg.Name, Protocol: x.req.Protocol(), Status: status, Reason: httpmsg.ReasonCode(reason), Remote: x.remote})
 	}
 	text := http.StatusText(status)
-	b := http1.AppendStatusLine(x.rw.wbuf[:0], status)
+	b := http1.AppendStatusLine(x.rw.buf()[:0], status)
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\nDate: "...)
 	b = append(b, dates.get(time.Now())...)
 	b = append(b, "\r\nContent-Length: "...)

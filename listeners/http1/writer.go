@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
@@ -56,13 +57,29 @@ func (w *writer) reset() {
 	w.wbuf = w.wbuf[:0]
 }
 
-// release forgets the exchange's connection-bound state; a head that grew
-// the write buffer far does not keep its memory in the pool.
+// release forgets the exchange's connection-bound state and gives the
+// write buffer back (a head that grew it is dropped): a pooled exchange
+// holds none, so that a connection whose request is still arriving (a
+// slow client) holds no write buffer.
 func (w *writer) release() {
-	if cap(w.wbuf) > 16*smallBuf {
-		w.wbuf = make([]byte, 0, smallBuf)
+	if cap(w.wbuf) == smallBuf {
+		wbufs.Put((*[smallBuf]byte)(w.wbuf[:smallBuf]))
 	}
-	w.wbuf = w.wbuf[:0]
+	w.wbuf, w.try = nil, nil
+	w.vecArr = [3][]byte{}
+	w.vec = nil
+}
+
+// wbufs lends the writers' buffers, taken at an exchange's first write
+// (buf) and given back by release.
+var wbufs = sync.Pool{New: func() any { return new([smallBuf]byte) }}
+
+// buf returns the write buffer, taking one from wbufs when there is none.
+func (w *writer) buf() []byte {
+	if w.wbuf == nil {
+		w.wbuf = wbufs.Get().(*[smallBuf]byte)[:0]
+	}
+	return w.wbuf
 }
 
 // WriteHead implements httpmsg.ResponseWriter.
@@ -84,7 +101,7 @@ func (w *writer) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
 	if status != http.StatusSwitchingProtocols && asksClose(h) {
 		w.close = true
 	}
-	w.wbuf = w.appendHead(w.wbuf, status, h)
+	w.wbuf = w.appendHead(w.buf(), status, h)
 	return nil
 }
 
@@ -100,7 +117,7 @@ func (w *writer) writeInterim(status int, h httpmsg.Header) error {
 		}
 		w.cont = true
 	}
-	b := http1.AppendStatusLine(w.wbuf, status)
+	b := http1.AppendStatusLine(w.buf(), status)
 	b = appendFields(b, h)
 	w.wbuf = append(b, "\r\n"...)
 	return w.flush()
