@@ -167,8 +167,10 @@ func (s *Snapshot) attachSplits(reg *splitRegistry, cfg *conf.Config, log *slog.
 	reg.view.Store(&next)
 }
 
-// configure takes a (re)loaded split: the same pools keep the override,
-// the rolled-back pools and the counters; other pools start afresh.
+// configure takes a (re)loaded split: the same pools, in any order, keep
+// the override, the rolled-back pools and the counters; when the set of
+// pools changed, the override and the rollbacks go, and a new pool starts
+// with no counts.
 func (c *splitControl) configure(s *conf.Split) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,17 +180,34 @@ func (c *splitControl) configure(s *conf.Split) {
 		names[i], shares[i] = p.Upstream, p.Share
 	}
 	if !slices.Equal(names, c.pools) {
-		old := map[string]*splitCounters{}
+		old := make(map[string]int, len(c.pools))
 		for i, n := range c.pools {
-			old[n] = c.counters[i]
+			old[n] = i
 		}
-		c.counters = make([]*splitCounters, len(names))
+		counters := make([]*splitCounters, len(names))
+		rolledBack := make([]time.Time, len(names))
+		var override []int
+		if c.override != nil {
+			override = make([]int, len(names))
+		}
+		reordered := len(names) == len(c.pools)
 		for i, n := range names {
-			if c.counters[i] = old[n]; c.counters[i] == nil {
-				c.counters[i] = &splitCounters{}
+			j, ok := old[n]
+			if !ok {
+				counters[i], reordered = &splitCounters{}, false
+				continue
+			}
+			counters[i], rolledBack[i] = c.counters[j], c.rolledBack[j]
+			if override != nil {
+				override[i] = c.override[j]
 			}
 		}
-		c.override, c.rolledBack = nil, make([]time.Time, len(names))
+		// The same pools in another order keep the override and the
+		// rollbacks, each with its pool; other pools start afresh.
+		if !reordered {
+			override, rolledBack = nil, make([]time.Time, len(names))
+		}
+		c.counters, c.override, c.rolledBack = counters, override, rolledBack
 	}
 	c.pools, c.configured, c.rollback, c.sticky = names, shares, s.Rollback, ""
 	if st := s.Sticky; st != nil && st.Cookie != "" {
