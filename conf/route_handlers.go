@@ -71,6 +71,9 @@ func routeDirective(b *builder, _ *routes.File, d *routes.Directive) {
 		b.errorf(d.Pos, "route %q has neither `to UPSTREAM` nor a respond or redirect line", r.name)
 	}
 	b.checkMirrors(r)
+	if r.name == "stats" && len(d.Args) > 0 {
+		b.warnf(d.Args[0].Pos, "route %q: GET /api/routes/stats answers the routes' statistics, so the admin API shows this route in GET /api/routes only (PATCH /api/routes/stats still sets its split); another name avoids the clash", r.name)
+	}
 	b.cfg.Routes = append(b.cfg.Routes, Route{
 		Name: r.name, Rule: r.rule, RuleText: r.text, Priority: r.priority, Upstream: r.upstream,
 		Listeners: r.listeners, Middlewares: r.middlewares, Access: r.access, CORS: r.cors, ErrorPages: r.errorPages, Limits: r.limits, BasicAuth: r.basicAuth, Compress: r.compress, ForwardAuth: r.forwardAuth, JWT: r.jwt, JWTPolicy: r.jwtPolicy, StreamRequestBody: r.streamBody, StreamResponseBody: r.streamResp, ResponseTimeout: r.respTimeout, Pos: b.pos(d.Pos),
