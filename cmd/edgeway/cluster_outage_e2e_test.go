@@ -246,6 +246,8 @@ func TestClusterEtcdOutage(t *testing.T) {
 		t.Errorf("edgeway_cluster_last_sync_timestamp_seconds on e2 is %v, before etcd returned (%d)", v, back.Unix())
 	}
 	clusterPromtool(t, b)
+	_, body := b.do(t, http.MethodGet, "/metrics", true)
+	checkClusterAlerts(t, body)
 }
 
 // clusterSamples are e's edgeway_cluster_ samples, for a failure message.

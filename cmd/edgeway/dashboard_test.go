@@ -403,7 +403,10 @@ func labelList(set map[string]bool) string {
 // edgeway with traffic that gives every family a sample (busyScrape).
 func TestDashboardMetrics(t *testing.T) {
 	d, panels := loadDashboard(t)
-	queries := append(d.queries(t, panels), alertQueries(t)...)
+	// The cluster's series exist only with a cluster block: the cluster
+	// alerts are checked against a cluster instance's scrape
+	// (checkClusterAlerts, in TestClusterEtcdOutage).
+	queries, _ := splitClusterQueries(append(d.queries(t, panels), alertQueries(t)...))
 	_, body := busyScrape(t)
 	exp := parseExposition(t, body)
 	var problems []string
@@ -416,6 +419,37 @@ func TestDashboardMetrics(t *testing.T) {
 }
 
 const alertsFile = promExamples + "/alerts.yml"
+
+// splitClusterQueries parts the queries that read edgeway_cluster_
+// series from the others.
+func splitClusterQueries(qs []dashQuery) (others, cluster []dashQuery) {
+	for _, q := range qs {
+		if strings.Contains(q.expr, "edgeway_cluster_") {
+			cluster = append(cluster, q)
+		} else {
+			others = append(others, q)
+		}
+	}
+	return others, cluster
+}
+
+// checkClusterAlerts checks the alert rules that read the cluster's
+// series against the /metrics of an instance with a cluster block.
+func checkClusterAlerts(t *testing.T, body string) {
+	t.Helper()
+	_, cluster := splitClusterQueries(alertQueries(t))
+	if len(cluster) == 0 {
+		t.Fatalf("%s has no rule on the edgeway_cluster_ series", alertsFile)
+	}
+	exp := parseExposition(t, body)
+	var problems []string
+	for _, q := range cluster {
+		problems = append(problems, exp.checkQuery(q)...)
+	}
+	if len(problems) > 0 {
+		t.Errorf("%s queries what a cluster instance does not export:\n  %s", alertsFile, strings.Join(problems, "\n  "))
+	}
+}
 
 // alertQueries returns the expr of each rule of alerts.yml. The file is
 // read as the plain YAML it is (no YAML library among our dependencies):
