@@ -40,6 +40,7 @@ type wsEnv struct {
 	addr   string
 	tls    *tls.Config // the client's; nil: h2c
 	rt     *router.Router
+	ca     *testutil.CA
 	echoOn atomic.Int64 // the echo upstream's open WebSockets
 	access *wsLog       // the router's access log
 }
@@ -122,6 +123,7 @@ func startWSEnv(t *testing.T, overTLS bool) *wsEnv {
 		return e
 	}
 	ca := testutil.NewCA(t, "ws CA")
+	e.ca = ca
 	cfg.Protocols = []string{"tls", "http1", "h2"}
 	s, err := ListenWith(cfg, rt.Proxy("web"), slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Options{TLS: &tls.Config{Certificates: []tls.Certificate{ca.TLSCert(t, testutil.IssueOptions{}, "ws.test")}}})
@@ -316,7 +318,7 @@ func (h *wsH2) onFrame(f http2.Frame) {
 func (h *wsH2) open(id uint32, authority, path string, kv ...string) *wsStream {
 	h.t.Helper()
 	return h.openWith(id, append([]string{":method", "CONNECT", ":protocol", "websocket", ":scheme", "https",
-		":path", path, ":authority", authority, "sec-websocket-version", "13", "origin", "https://"+authority}, kv...)...)
+		":path", path, ":authority", authority, "sec-websocket-version", "13", "origin", "https://" + authority}, kv...)...)
 }
 
 // openWith opens stream id with the given fields, in order.
@@ -408,28 +410,31 @@ func wsFrame(op byte, payload []byte) []byte {
 }
 
 // readFrame reads one WebSocket frame the upstream sent (unmasked).
-func (st *wsStream) readFrame() (op byte, payload []byte, err error) {
+func (st *wsStream) readFrame() (op byte, payload []byte, err error) { return readWSFrame(st.br) }
+
+// readWSFrame reads one unmasked WebSocket frame.
+func readWSFrame(br *bufio.Reader) (op byte, payload []byte, err error) {
 	var hdr [2]byte
-	if _, err := io.ReadFull(st.br, hdr[:]); err != nil {
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := uint64(hdr[1] & 0x7f)
 	switch n {
 	case 126:
 		var l [2]byte
-		if _, err := io.ReadFull(st.br, l[:]); err != nil {
+		if _, err := io.ReadFull(br, l[:]); err != nil {
 			return 0, nil, err
 		}
 		n = uint64(binary.BigEndian.Uint16(l[:]))
 	case 127:
 		var l [8]byte
-		if _, err := io.ReadFull(st.br, l[:]); err != nil {
+		if _, err := io.ReadFull(br, l[:]); err != nil {
 			return 0, nil, err
 		}
 		n = binary.BigEndian.Uint64(l[:])
 	}
 	payload = make([]byte, n)
-	_, err = io.ReadFull(st.br, payload)
+	_, err = io.ReadFull(br, payload)
 	return hdr[0] & 0x0f, payload, err
 }
 
@@ -437,9 +442,14 @@ func (st *wsStream) readFrame() (op byte, payload []byte, err error) {
 // upstream may split a long message into several frames).
 func (st *wsStream) readMsg(t *testing.T, want int) string {
 	t.Helper()
+	return readWSMsg(t, st.br, want)
+}
+
+func readWSMsg(t *testing.T, br *bufio.Reader, want int) string {
+	t.Helper()
 	var got []byte
 	for len(got) < want {
-		op, p, err := st.readFrame()
+		op, p, err := readWSFrame(br)
 		if err != nil {
 			t.Fatalf("reading the echo: %v after %d of %d bytes", err, len(got), want)
 		}
