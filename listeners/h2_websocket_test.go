@@ -3,8 +3,10 @@ package listeners
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha1"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -37,12 +39,14 @@ import (
 // upstream, ws.test/tag to one that prefixes "tag:", ws.test/refuse to
 // a plain HTTP server that answers 403, and nothing else anywhere.
 type wsEnv struct {
-	addr   string
-	tls    *tls.Config // the client's; nil: h2c
-	rt     *router.Router
-	ca     *testutil.CA
-	echoOn atomic.Int64 // the echo upstream's open WebSockets
-	access *wsLog       // the router's access log
+	addr      string
+	tls       *tls.Config // the client's; nil: h2c
+	rt        *router.Router
+	ca        *testutil.CA
+	echoOn    atomic.Int64 // the echo upstream's open WebSockets
+	mu        sync.Mutex
+	handshake *http.Request // the last handshake the hs upstream took
+	access    *wsLog        // the router's access log
 }
 
 // wsLog is a log the router writes from its goroutines.
@@ -71,6 +75,12 @@ func (l *wsLog) lines(sub string) []string {
 
 func startWSEnv(t *testing.T, overTLS bool) *wsEnv {
 	t.Helper()
+	return startWSEnvOn(t, overTLS, "own")
+}
+
+// startWSEnvOn is startWSEnv with the listener's h2_server.
+func startWSEnvOn(t *testing.T, overTLS bool, h2Server string) *wsEnv {
+	t.Helper()
 	e := &wsEnv{access: &wsLog{}}
 	echo := httptest.NewServer(websocket.Handler(func(c *websocket.Conn) {
 		e.echoOn.Add(1)
@@ -85,13 +95,31 @@ func startWSEnv(t *testing.T, overTLS bool) *wsEnv {
 		}
 	}))
 	t.Cleanup(tag.Close)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.handshake = r.Clone(r.Context())
+		e.mu.Unlock()
+		accept := wsAccept(r.Header.Get("Sec-WebSocket-Key"))
+		if r.URL.Path == "/hs/bad" {
+			accept = wsAccept("not the key sent")
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+			"Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: chat\r\n\r\nraw bytes", accept)
+		brw.Flush()
+	}))
+	t.Cleanup(hs.Close)
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no websocket here", http.StatusForbidden)
 	}))
 	t.Cleanup(refuse.Close)
 
 	cfg := testConfig()
-	cfg.Name, cfg.H2Server = "web", "own"
+	cfg.Name, cfg.H2Server = "web", h2Server
 	up := func(name string, s *httptest.Server) conf.Upstream {
 		return conf.Upstream{Name: name, ConnectTimeout: 2 * time.Second, ResponseTimeout: 5 * time.Second,
 			IdleTimeout: 5 * time.Second, MaxIdleConns: 4, Servers: []conf.Server{{Addr: s.Listener.Addr().String(), Weight: 1}}}
@@ -104,8 +132,10 @@ func startWSEnv(t *testing.T, overTLS bool) *wsEnv {
 		return conf.Route{Name: name, Rule: r, RuleText: text, Priority: r.DefaultPriority(), Upstream: upstream}
 	}
 	cc := &conf.Config{Listeners: []conf.Listener{cfg},
-		Upstreams: []conf.Upstream{up("echo", echo), up("tag", tag), up("refuse", refuse)},
+		Upstreams: []conf.Upstream{up("echo", echo), up("tag", tag), up("refuse", refuse), up("hs", hs)},
 		Routes: []conf.Route{
+			route("hs", "Host(`ws.test`) && PathPrefix(`/hs`)", "hs"),
+			route("echo-tag", "Host(`ws.test`) && PathPrefix(`/echo`) && Header(`X-Route`, `tag`)", "tag"),
 			route("echo", "Host(`ws.test`) && PathPrefix(`/echo`)", "echo"),
 			route("tag", "Host(`ws.test`) && PathPrefix(`/tag`)", "tag"),
 			route("refuse", "Host(`ws.test`) && PathPrefix(`/refuse`)", "refuse"),
@@ -461,6 +491,11 @@ func readWSMsg(t *testing.T, br *bufio.Reader, want int) string {
 	return string(got)
 }
 
+func wsAccept(key string) string {
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(h[:])
+}
+
 // wsTransports runs f over h2c and over TLS.
 func wsTransports(t *testing.T, f func(t *testing.T, e *wsEnv)) {
 	for _, overTLS := range []bool{false, true} {
@@ -648,4 +683,73 @@ func TestH2WebSocketRefusals(t *testing.T) {
 			t.Errorf("%d WebSockets reached the echo upstream, want none", n)
 		}
 	})
+}
+
+// The upstream gets the HTTP/1.1 handshake the extended CONNECT stands
+// for, with a key made by edgeway and the client's WebSocket fields;
+// its 101 becomes a 200 with its subprotocol, and a 101 whose accept
+// does not answer the key is 502. A header rule picks the route.
+func TestH2WebSocketHandshake(t *testing.T) {
+	wsTransports(t, func(t *testing.T, e *wsEnv) {
+		h := dialWSH2(t, e)
+		st := h.open(1, "ws.test", "/hs/ok?q=1", "sec-websocket-protocol", "chat, superchat",
+			"sec-websocket-extensions", "permessage-deflate", "sec-websocket-key", "client's own")
+		if st.status != "200" || st.header.Get("sec-websocket-protocol") != "chat" {
+			t.Fatalf("answered %q %v, want 200 with sec-websocket-protocol chat", st.status, st.header)
+		}
+		if got := make([]byte, 9); func() bool { _, err := io.ReadFull(st.br, got); return err != nil }() || string(got) != "raw bytes" {
+			t.Fatalf("bytes after the 101: %q, want %q", got, "raw bytes")
+		}
+		e.mu.Lock()
+		r := e.handshake
+		e.mu.Unlock()
+		key := r.Header.Get("Sec-WebSocket-Key")
+		raw, _ := base64.StdEncoding.DecodeString(key)
+		switch {
+		case r.Method != "GET" || r.Proto != "HTTP/1.1" || r.URL.RequestURI() != "/hs/ok?q=1" || r.Host != "ws.test":
+			t.Errorf("upstream got %s %s %s Host %s, want GET /hs/ok?q=1 HTTP/1.1 Host ws.test", r.Method, r.URL.RequestURI(), r.Proto, r.Host)
+		case !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || !strings.EqualFold(r.Header.Get("Connection"), "upgrade"):
+			t.Errorf("upstream got Upgrade %q Connection %q", r.Header.Get("Upgrade"), r.Header.Get("Connection"))
+		case len(raw) != 16 || len(r.Header.Values("Sec-WebSocket-Key")) != 1:
+			t.Errorf("upstream got Sec-WebSocket-Key %q, want one of 16 random bytes", r.Header.Values("Sec-WebSocket-Key"))
+		case r.Header.Get("Sec-WebSocket-Version") != "13" || r.Header.Get("Sec-WebSocket-Protocol") != "chat, superchat" ||
+			r.Header.Get("Sec-WebSocket-Extensions") != "permessage-deflate":
+			t.Errorf("upstream got the WebSocket fields %v", r.Header)
+		}
+		bad := h.open(3, "ws.test", "/hs/bad")
+		if bad.status != "502" {
+			t.Errorf("a 101 with the wrong accept: answered %q (reset %v), want 502", bad.status, bad.reset)
+		}
+		tag := h.open(5, "ws.test", "/echo", "x-route", "tag")
+		if tag.status != "200" {
+			t.Fatalf("header route: answered %q", tag.status)
+		}
+		h.sendMsg(tag, "m")
+		if got := tag.readMsg(t, 5); got != "tag:m" {
+			t.Fatalf("header route reached %q, want the tag upstream", got)
+		}
+	})
+}
+
+// x/net's server (h2_server xnet) does not serve extended CONNECT: it
+// does not advertise it, and resets a stream that tries.
+func TestH2WebSocketNotOnXnet(t *testing.T) {
+	for _, overTLS := range []bool{false, true} {
+		e := startWSEnvOn(t, overTLS, "xnet")
+		h := dialWSH2(t, e)
+		h.waitFor("the server's SETTINGS", func() bool { return h.gotSet })
+		h.mu.Lock()
+		v, ok := h.settings[http2.SettingEnableConnectProtocol]
+		h.mu.Unlock()
+		if ok {
+			t.Errorf("tls %v: x/net advertises SETTINGS_ENABLE_CONNECT_PROTOCOL = %d", overTLS, v)
+		}
+		st := h.open(1, "ws.test", "/echo")
+		if !st.isRst || st.reset != http2.ErrCodeProtocol {
+			t.Errorf("tls %v: extended CONNECT answered %q (reset %v), want RST_STREAM PROTOCOL_ERROR", overTLS, st.status, st.reset)
+		}
+		if n := e.echoOn.Load(); n != 0 {
+			t.Errorf("%d WebSockets reached the upstream", n)
+		}
+	}
 }
