@@ -14,6 +14,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -751,5 +754,58 @@ func TestH2WebSocketNotOnXnet(t *testing.T) {
 		if n := e.echoOn.Load(); n != 0 {
 			t.Errorf("%d WebSockets reached the upstream", n)
 		}
+	}
+}
+
+// TestH2WebSocketIdleCost measures an open, quiet WebSocket over HTTP/2
+// (EDGEWAY_WS_COST=1): heap and goroutines per tunnel, the echo
+// upstream's and the test client's included.
+func TestH2WebSocketIdleCost(t *testing.T) {
+	if os.Getenv("EDGEWAY_WS_COST") == "" {
+		t.Skip("set EDGEWAY_WS_COST=1 to measure")
+	}
+	e := startWSEnv(t, false)
+	h := dialWSH2(t, e)
+	const n = 200
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	for i := 0; i < n; i++ {
+		st := h.open(uint32(2*i+1), "ws.test", "/echo")
+		if st.status != "200" {
+			t.Fatalf("stream %d: %q", i, st.status)
+		}
+		h.sendMsg(st, "x")
+		st.readMsg(t, 1)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	t.Logf("per open WebSocket over HTTP/2: %.1f KiB heap, %.1f goroutines (upstream and client included)",
+		float64(after.HeapInuse-before.HeapInuse)/n/1024, float64(runtime.NumGoroutine()-g0)/n)
+	// Echo throughput on one tunnel, the upstream and client included.
+	st := h.open(uint32(2*n+1), "ws.test", "/echo")
+	msg := strings.Repeat("z", 256<<10)
+	const rounds = 64
+	start := time.Now()
+	go func() {
+		defer panics.Recover("ws cost sender")
+		for i := 0; i < rounds; i++ {
+			h.sendMsg(st, msg)
+		}
+	}()
+	for i := 0; i < rounds; i++ {
+		st.readMsg(t, len(msg))
+	}
+	d := time.Since(start)
+	t.Logf("echo of %d MiB each way on one tunnel: %v, %.0f MiB/s", rounds*len(msg)>>20, d.Round(time.Millisecond), float64(rounds*len(msg)>>20)/d.Seconds())
+	if p := os.Getenv("EDGEWAY_WS_HEAP"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pprof.WriteHeapProfile(f)
+		f.Close()
 	}
 }

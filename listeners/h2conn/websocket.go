@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,8 +43,15 @@ const codeConnect = 0xa
 // wsGUID is the value RFC 6455 §1.3 appends to Sec-WebSocket-Key.
 const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-// wsChunk is the copy buffer of each direction of a tunnel.
+// wsChunk is the buffer the upstream's bytes are read into, and the
+// receive buffer a tunnel keeps once emptied.
 const wsChunk = 16 << 10
+
+// wsSmall is the buffer a quiet tunnel's upstream read waits on.
+const wsSmall = 1 << 10
+
+// wsBufs lends wsChunk buffers to tunnels moving bytes.
+var wsBufs = sync.Pool{New: func() any { return new([wsChunk]byte) }}
 
 var (
 	errBadSwitch = errors.New("h2conn: the upstream's 101 does not answer the WebSocket handshake sent")
@@ -199,7 +207,15 @@ func (t *wsTunnel) toClient() {
 		t.toCl.Add(int64(len(t.pre)))
 		t.pre = nil
 	}
-	buf := make([]byte, wsChunk)
+	// A quiet tunnel waits on a small buffer; a read that fills it
+	// takes a pooled wsChunk one until a read comes short.
+	small := make([]byte, wsSmall)
+	buf := small
+	defer func() {
+		if len(buf) == wsChunk {
+			wsBufs.Put((*[wsChunk]byte)(buf))
+		}
+	}()
 	for {
 		n, err := t.up.Read(buf)
 		if n > 0 {
@@ -208,6 +224,13 @@ func (t *wsTunnel) toClient() {
 				return
 			}
 			t.toCl.Add(int64(n))
+		}
+		switch {
+		case n == len(buf) && len(buf) == wsSmall:
+			buf = wsBufs.Get().(*[wsChunk]byte)[:]
+		case n < len(buf) && len(buf) == wsChunk:
+			wsBufs.Put((*[wsChunk]byte)(buf))
+			buf = small
 		}
 		switch {
 		case err == io.EOF:
@@ -260,19 +283,22 @@ func (t *wsTunnel) upstreamFailed() {
 	t.first(httpmsg.TunnelError)
 }
 
-// toUpstream copies the client's DATA to the upstream; END_STREAM
-// half-closes it. It ends the tunnel once both directions are done.
+// toUpstream writes the client's DATA to the upstream straight from
+// the stream's receive buffer; END_STREAM half-closes it. It ends the
+// tunnel once both directions are done.
 func (t *wsTunnel) toUpstream() {
 	defer t.finish()
-	buf := make([]byte, wsChunk)
 	for {
-		n, err := t.st.tunnelRead(buf)
-		if n > 0 {
-			if _, werr := t.up.Write(buf[:n]); werr != nil {
+		p, err := t.st.tunnelPeek()
+		if len(p) > 0 {
+			n, werr := t.up.Write(p)
+			t.st.tunnelConsumed(n)
+			t.toUp.Add(int64(n))
+			if werr != nil {
 				t.upstreamFailed()
 				return
 			}
-			t.toUp.Add(int64(n))
+			continue
 		}
 		switch {
 		case err == io.EOF:
@@ -316,33 +342,46 @@ func (t *wsTunnel) finish() {
 	t.up.Close()
 }
 
-// tunnelRead reads the client's DATA on a tunneled stream, giving the
-// bytes back to the windows as they are taken. Unlike a body read it
-// has no stall bound: a WebSocket may stay silent for long.
-func (st *stream) tunnelRead(p []byte) (int, error) {
+// tunnelPeek waits for the client's DATA on a tunneled stream and
+// returns a view of the bytes received, consumed by tunnelConsumed.
+// Unlike a body read it has no stall bound: a WebSocket may stay silent
+// for long. The view stays valid while the read loop appends: only
+// tunnelConsumed moves or drops what it views.
+func (st *stream) tunnelPeek() ([]byte, error) {
 	c := st.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if n := len(st.in) - st.inOff; n > 0 {
-			k := copy(p, st.in[st.inOff:])
-			st.inOff += k
-			if st.inOff == len(st.in) {
-				st.in, st.inOff = st.in[:0], 0
-			}
-			c.creditLocked(st, k)
-			return k, nil
+		if len(st.in) > st.inOff {
+			return st.in[st.inOff:], nil
 		}
 		switch {
 		case st.err != nil:
-			return 0, st.err
+			return nil, st.err
 		case st.bodyClosed:
-			return 0, errTunnelEnd
+			return nil, errTunnelEnd
 		case st.remoteClosed:
-			return 0, io.EOF
+			return nil, io.EOF
 		}
 		st.cond.Wait()
 	}
+}
+
+// tunnelConsumed gives n bytes written upstream back to the windows. A
+// buffer grown by a burst is let go once emptied, so that a quiet
+// tunnel holds none.
+func (st *stream) tunnelConsumed(n int) {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.inOff += n
+	if st.inOff == len(st.in) {
+		st.in, st.inOff = st.in[:0], 0
+		if cap(st.in) > wsChunk {
+			st.in = nil
+		}
+	}
+	c.creditLocked(st, n)
 }
 
 // waitUpstreamDone waits, after the client's END_STREAM, until the
