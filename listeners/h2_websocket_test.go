@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,12 +40,15 @@ import (
 // (x/net/websocket servers), over h2c and over TLS.
 
 // wsEnv is a listener whose router sends ws.test/echo to an echo
-// upstream, ws.test/tag to one that prefixes "tag:", ws.test/refuse to
-// a plain HTTP server that answers 403, and nothing else anywhere.
+// upstream (to the tag upstream with X-Route: tag), ws.test/tag to one
+// that prefixes "tag:", ws.test/hs to one that records the handshake
+// and answers a 101 itself, ws.test/refuse to a plain HTTP server that
+// answers 403, and nothing else anywhere.
 type wsEnv struct {
 	addr      string
 	tls       *tls.Config // the client's; nil: h2c
 	rt        *router.Router
+	cc        *conf.Config // the configuration applied
 	ca        *testutil.CA
 	echoOn    atomic.Int64 // the echo upstream's open WebSockets
 	mu        sync.Mutex
@@ -149,7 +153,7 @@ func startWSEnvOn(t *testing.T, overTLS bool, h2Server string) *wsEnv {
 		t.Fatalf("Apply: %v", err)
 	}
 	t.Cleanup(rt.Close)
-	e.rt = rt
+	e.rt, e.cc = rt, cc
 	if !overTLS {
 		cfg.Protocols = []string{"http1", "h2c"}
 		e.addr = start(t, cfg, rt.Proxy("web")).Addr().String()
@@ -808,4 +812,30 @@ func TestH2WebSocketIdleCost(t *testing.T) {
 		pprof.WriteHeapProfile(f)
 		f.Close()
 	}
+}
+
+// A reload that removes a WebSocket's route drains it after
+// tunnel_drain: the stream is reset (CANCEL), the upstream closed, and
+// the line says drained.
+func TestH2WebSocketDrained(t *testing.T) {
+	e := startWSEnv(t, false)
+	h := dialWSH2(t, e)
+	st := h.open(1, "ws.test", "/echo")
+	if st.status != "200" {
+		t.Fatalf("answered %q", st.status)
+	}
+	h.sendMsg(st, "x")
+	st.readMsg(t, 1)
+	cc := *e.cc
+	cc.Routes = slices.DeleteFunc(slices.Clone(cc.Routes), func(r conf.Route) bool { return r.Name == "echo" })
+	cc.TunnelDrain = time.Millisecond
+	if err := e.rt.Apply(&cc); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the stream's reset", func() bool { return st.isRst })
+	if st.reset != http2.ErrCodeCancel {
+		t.Errorf("drained stream reset with %v, want CANCEL", st.reset)
+	}
+	testutil.WaitFor(t, "the upstream WebSocket closed", func() bool { return e.echoOn.Load() == 0 })
+	testutil.WaitFor(t, "the drained line", func() bool { return len(e.access.lines("end=drained")) == 1 })
 }
