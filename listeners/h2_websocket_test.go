@@ -617,7 +617,8 @@ func TestH2WebSocketClientReset(t *testing.T) {
 
 // The upstream closing ends the stream: a WebSocket close from the
 // server (the tag upstream closes when its handler returns on a close
-// frame from the client) then END_STREAM.
+// frame from the client), END_STREAM, and RST_STREAM NO_ERROR since the
+// client did not end its side.
 func TestH2WebSocketUpstreamClose(t *testing.T) {
 	wsTransports(t, func(t *testing.T, e *wsEnv) {
 		h := dialWSH2(t, e)
@@ -638,10 +639,15 @@ func TestH2WebSocketUpstreamClose(t *testing.T) {
 				t.Fatalf("opcode %d after the close, want 8", op)
 			}
 		}
-		h.waitFor("END_STREAM", func() bool { return st.ended })
-		if st.isRst {
-			t.Fatalf("stream reset (%v) after the upstream's end", st.reset)
+		// END_STREAM, then RST_STREAM NO_ERROR: the upstream is gone, so
+		// the client is asked to stop rather than waited for.
+		h.waitFor("END_STREAM and RST_STREAM", func() bool { return st.ended && st.isRst })
+		if st.reset != http2.ErrCodeNo {
+			t.Fatalf("stream reset with %v after the upstream's end, want NO_ERROR", st.reset)
 		}
+		testutil.WaitFor(t, "the tunnel's access line", func() bool {
+			return len(e.access.lines("end=server_closed")) == 1
+		})
 	})
 }
 

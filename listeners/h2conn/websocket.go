@@ -308,6 +308,14 @@ func (t *wsTunnel) toUpstream() {
 			}
 			t.st.waitUpstreamDone()
 			return
+		case errors.Is(err, errTunnelEnd):
+			// The upstream ended: a WebSocket server closes its
+			// connection once the closing handshake is done (RFC 6455
+			// §7.1.1), so what the client still sends has nowhere to
+			// go. finish asks it to stop (RST_STREAM NO_ERROR after our
+			// END_STREAM) rather than wait for a browser that keeps
+			// its side open (chromium does, for seconds).
+			return
 		case err != nil:
 			t.clientGone()
 			return
@@ -343,7 +351,8 @@ func (t *wsTunnel) finish() {
 }
 
 // tunnelPeek waits for the client's DATA on a tunneled stream and
-// returns a view of the bytes received, consumed by tunnelConsumed.
+// returns a view of the bytes received, consumed by tunnelConsumed;
+// once they are written, the upstream's end is errTunnelEnd.
 // Unlike a body read it has no stall bound: a WebSocket may stay silent
 // for long. The view stays valid while the read loop appends: only
 // tunnelConsumed moves or drops what it views.
@@ -358,7 +367,7 @@ func (st *stream) tunnelPeek() ([]byte, error) {
 		switch {
 		case st.err != nil:
 			return nil, st.err
-		case st.bodyClosed:
+		case st.bodyClosed, st.ws.upDone:
 			return nil, errTunnelEnd
 		case st.remoteClosed:
 			return nil, io.EOF
