@@ -123,6 +123,23 @@ func TestH3WebSocket(t *testing.T) {
 		t.Errorf("tunnel line %q, want a websocket the client closed", l)
 	}
 
+	// The upstream's close ends the stream (FIN) without waiting for the
+	// client's.
+	rs, res = h.open(t, "/tag")
+	if res.StatusCode != 200 {
+		t.Fatalf("/tag answered %d", res.StatusCode)
+	}
+	rs.SetDeadline(time.Now().Add(testTimeoutWS))
+	if _, err := rs.Write(wsFrame(0x8, []byte{0x03, 0xe8})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, rs); err != nil {
+		t.Fatalf("after the upstream's close: %v, want the stream's end", err)
+	}
+	testutil.WaitFor(t, "the upstream's end in the log", func() bool {
+		return len(e.access.lines("end=server_closed")) == 1
+	})
+
 	// Refusals are passed as their status.
 	for _, tc := range []struct {
 		path string

@@ -132,6 +132,7 @@ type h3Tunnel struct {
 	pre        []byte
 	toUp, toCl atomic.Int64
 	how        atomic.Pointer[string]
+	upDone     atomic.Bool // the upstream's end was sent
 }
 
 func (t *h3Tunnel) first(how string) { t.how.CompareAndSwap(nil, &how) }
@@ -170,6 +171,9 @@ func (t *h3Tunnel) run() {
 func (t *h3Tunnel) toUpstream() {
 	n, err := io.Copy(t.up, t.body)
 	t.toUp.Add(n)
+	if err != nil && t.upDone.Load() {
+		return // toClient stopped the reads: the upstream ended
+	}
 	if err != nil {
 		t.first(httpmsg.TunnelError)
 		t.end()
@@ -201,4 +205,8 @@ func (t *h3Tunnel) toClient() {
 	}
 	t.first(httpmsg.TunnelServerClosed)
 	t.str.Close()
+	// As over HTTP/2: the upstream is gone, so the client is asked to
+	// stop sending (STOP_SENDING, H3_NO_ERROR) rather than waited for.
+	t.upDone.Store(true)
+	t.str.CancelRead(quic.StreamErrorCode(http3.ErrCodeNoError))
 }
