@@ -28,9 +28,12 @@ import (
 // as it is. Then the stream's DATA carries the client's bytes and its
 // responses the upstream's: two goroutines copy, each bounded by the
 // flow-control windows (the stream's 256 KiB of receive window, and the
-// client's send window plus maxOut). END_STREAM and a half-close of the
-// upstream connection stand for each other, and so do RST_STREAM and a
-// close (RFC 9113 §8.5).
+// client's send window plus maxOut). The client's END_STREAM half-closes
+// the upstream connection; the upstream's end is END_STREAM, then
+// RST_STREAM NO_ERROR if the client still sends; RST_STREAM and a close
+// stand for each other (RFC 9113 §8.5). A quiet tunnel holds its two
+// goroutines, a 1 KiB read buffer and its stream; not yet parked on the
+// engine's loop as an HTTP/1 tunnel is.
 
 // settingEnableConnectProtocol is SETTINGS_ENABLE_CONNECT_PROTOCOL
 // (RFC 8441 §3).
