@@ -192,8 +192,10 @@ func (t *wsTunnel) first(how string) { t.how.CompareAndSwap(nil, &how) }
 func (t *wsTunnel) end() {
 	c := t.st.c
 	c.mu.Lock()
-	c.resetLocked(t.st, codeCancel, "")
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.streams[t.st.id] == t.st { // not ended already (finish)
+		c.resetLocked(t.st, codeCancel, "")
+	}
 }
 
 // toClient copies the upstream's bytes to the stream as DATA, as the
