@@ -82,11 +82,12 @@ func (l *wsLog) lines(sub string) []string {
 
 func startWSEnv(t *testing.T, overTLS bool) *wsEnv {
 	t.Helper()
-	return startWSEnvOn(t, overTLS, "own")
+	return startWSEnvOn(t, overTLS, "own", nil)
 }
 
-// startWSEnvOn is startWSEnv with the listener's h2_server.
-func startWSEnvOn(t *testing.T, overTLS bool, h2Server string) *wsEnv {
+// startWSEnvOn is startWSEnv with the listener's h2_server, and tune
+// (when set) applied to its settings.
+func startWSEnvOn(t *testing.T, overTLS bool, h2Server string, tune func(*conf.Listener)) *wsEnv {
 	t.Helper()
 	e := &wsEnv{access: &wsLog{}}
 	echo := httptest.NewServer(websocket.Handler(func(c *websocket.Conn) {
@@ -127,6 +128,9 @@ func startWSEnvOn(t *testing.T, overTLS bool, h2Server string) *wsEnv {
 
 	cfg := testConfig()
 	cfg.Name, cfg.H2Server = "web", h2Server
+	if tune != nil {
+		tune(&cfg)
+	}
 	up := func(name string, s *httptest.Server) conf.Upstream {
 		return conf.Upstream{Name: name, ConnectTimeout: 2 * time.Second, ResponseTimeout: 5 * time.Second,
 			IdleTimeout: 5 * time.Second, MaxIdleConns: 4, Servers: []conf.Server{{Addr: s.Listener.Addr().String(), Weight: 1}}}
@@ -193,6 +197,7 @@ type wsH2 struct {
 	initWin  int64
 	streams  map[uint32]*wsStream
 	readErr  error
+	credit   bool // DATA is given back to the server's windows
 }
 
 // wsStream is one extended CONNECT as the client sees it.
@@ -212,6 +217,13 @@ type wsStream struct {
 
 func dialWSH2(t *testing.T, e *wsEnv) *wsH2 {
 	t.Helper()
+	return dialWSH2Window(t, e, 1<<20)
+}
+
+// dialWSH2Window is dialWSH2 with the client's initial stream window;
+// with 0 it never gives the server any window.
+func dialWSH2Window(t *testing.T, e *wsEnv, win uint32) *wsH2 {
+	t.Helper()
 	var c net.Conn = testutil.DialRaw(t, e.addr)
 	if e.tls != nil {
 		tc := tls.Client(c, e.tls)
@@ -225,7 +237,7 @@ func dialWSH2(t *testing.T, e *wsEnv) *wsH2 {
 		tc.SetDeadline(time.Time{})
 		c = tc
 	}
-	h := &wsH2{t: t, c: c, settings: map[http2.SettingID]uint32{}, connWin: 65535, initWin: 65535, streams: map[uint32]*wsStream{}}
+	h := &wsH2{t: t, c: c, credit: win > 0, settings: map[http2.SettingID]uint32{}, connWin: 65535, initWin: 65535, streams: map[uint32]*wsStream{}}
 	h.cond.L = &h.mu
 	h.fr = http2.NewFramer(c, bufio.NewReader(c))
 	h.fr.ReadMetaHeaders = hpack.NewDecoder(65536, nil)
@@ -233,8 +245,10 @@ func dialWSH2(t *testing.T, e *wsEnv) *wsH2 {
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
-	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
-	h.fr.WriteWindowUpdate(0, 1<<24)
+	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: win})
+	if win > 0 {
+		h.fr.WriteWindowUpdate(0, 1<<24)
+	}
 	done := make(chan struct{})
 	t.Cleanup(func() {
 		h.mu.Lock()
@@ -326,7 +340,7 @@ func (h *wsH2) onFrame(f http2.Frame) {
 		if st == nil {
 			return
 		}
-		if n := len(f.Data()); n > 0 {
+		if n := len(f.Data()); n > 0 && h.credit {
 			h.fr.WriteWindowUpdate(0, uint32(n))
 			h.fr.WriteWindowUpdate(f.StreamID, uint32(n))
 		}
@@ -748,7 +762,7 @@ func TestH2WebSocketHandshake(t *testing.T) {
 // does not advertise it, and resets a stream that tries.
 func TestH2WebSocketNotOnXnet(t *testing.T) {
 	for _, overTLS := range []bool{false, true} {
-		e := startWSEnvOn(t, overTLS, "xnet")
+		e := startWSEnvOn(t, overTLS, "xnet", nil)
 		h := dialWSH2(t, e)
 		h.waitFor("the server's SETTINGS", func() bool { return h.gotSet })
 		h.mu.Lock()
@@ -844,4 +858,26 @@ func TestH2WebSocketDrained(t *testing.T) {
 	}
 	testutil.WaitFor(t, "the upstream WebSocket closed", func() bool { return e.echoOn.Load() == 0 })
 	testutil.WaitFor(t, "the drained line", func() bool { return len(e.access.lines("end=drained")) == 1 })
+}
+
+// A client that gives no window: the upstream's bytes wait in no buffer
+// of edgeway's beyond its read, and past stream_stall_timeout the stream
+// is reset and the upstream connection closed.
+func TestH2WebSocketStalledClient(t *testing.T) {
+	e := startWSEnvOn(t, false, "own", func(l *conf.Listener) { l.H2.StreamStallTimeout = 200 * time.Millisecond })
+	h := dialWSH2Window(t, e, 0)
+	st := h.open(1, "ws.test", "/echo")
+	if st.status != "200" {
+		t.Fatalf("answered %q", st.status)
+	}
+	h.sendMsg(st, "no room for the echo")
+	h.waitFor("the stalled stream's reset", func() bool { return st.isRst })
+	if st.reset != http2.ErrCodeCancel {
+		t.Errorf("reset with %v, want CANCEL", st.reset)
+	}
+	testutil.WaitFor(t, "the upstream WebSocket closed", func() bool { return e.echoOn.Load() == 0 })
+	testutil.WaitFor(t, "the tunnel's line", func() bool { return len(e.access.lines("msg=tunnel")) == 1 })
+	if l := e.access.lines("msg=tunnel")[0]; !strings.Contains(l, "bytes_to_client=0 ") || !strings.Contains(l, "end=error") {
+		t.Errorf("tunnel line %q, want nothing carried to the client and end=error", l)
+	}
 }
