@@ -79,6 +79,11 @@ func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	extended, ws := extendedConnect(r) // websocket.go
+	if extended && !ws {
+		http.Error(w, http.StatusText(http.StatusNotImplemented), http.StatusNotImplemented)
+		return
+	}
 	st, _ := a.pool.Get().(*state)
 	if st == nil {
 		st = &state{fields: make(httpmsg.Header, 0, 16)}
@@ -86,6 +91,10 @@ func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fill(&st.req, st.fields[:0], r)
 	st.fields = st.req.Header
 	st.w = writer{w: w, rc: http.NewResponseController(w), proto: r.ProtoMajor, head: r.Method == http.MethodHead}
+	if ws {
+		asWebSocketGET(&st.req, &st.w)
+		st.fields = st.req.Header
+	}
 	if r.ProtoMajor >= 2 {
 		st.w.stall = a.stall
 		if st.req.Body != nil {
@@ -224,6 +233,7 @@ type writer struct {
 	written int64
 	aborted bool
 	upgrade httpmsg.Header // a 101's fields, until Tunnel
+	ws      *wsState       // an extended CONNECT for websocket (websocket.go)
 	body    *body          // the request body (HTTP/2, HTTP/3); nil: none or HTTP/1
 
 	stall time.Duration // Options.StallTimeout; 0 (HTTP/1): none
@@ -231,6 +241,9 @@ type writer struct {
 }
 
 func (w *writer) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
+	if status == http.StatusSwitchingProtocols && w.ws != nil {
+		return w.switchWebSocket(h)
+	}
 	if status == http.StatusSwitchingProtocols {
 		w.status = status
 		for _, f := range h {
@@ -297,6 +310,9 @@ var errNoTunnel = errors.New("stdhttp: the connection cannot be tunneled (not HT
 // Tunnel hijacks an HTTP/1 connection, sends the 101 and copies bytes both
 // ways on two goroutines until both directions end.
 func (w *writer) Tunnel(up net.Conn, pre []byte) error {
+	if w.ws != nil {
+		return w.tunnelWebSocket(up, pre)
+	}
 	if w.proto != 1 || w.status != http.StatusSwitchingProtocols {
 		up.Close()
 		return errNoTunnel

@@ -133,11 +133,12 @@ func (c *conn) serve() {
 // queueSettings queues the server's SETTINGS and the connection window.
 func (c *conn) queueSettings() {
 	c.mu.Lock()
-	b := appendFrameHeader(c.out, 4*6, frameSettings, 0, 0)
+	b := appendFrameHeader(c.out, 5*6, frameSettings, 0, 0)
 	b = appendSetting(b, settingMaxConcurrentStreams, uint32(c.cfg.MaxConcurrentStreams))
 	b = appendSetting(b, settingInitialWindowSize, streamWindow)
 	b = appendSetting(b, settingMaxFrameSize, uint32(c.cfg.MaxFrameSize))
 	b = appendSetting(b, settingMaxHeaderListSize, uint32(HardHeaderFactor*c.cfg.MaxHeaderBytes))
+	b = appendSetting(b, settingEnableConnectProtocol, 1) // websocket.go
 	c.out = appendWindowUpdate(b, 0, connWindow-defaultWindow)
 	c.wcond.Signal()
 	c.mu.Unlock()

@@ -35,6 +35,8 @@ type headerBlock struct {
 	regular                               bool   // a regular field came
 	method, scheme, path, authority, host bool
 	cookies                               int
+	hasProtocol                           bool   // :protocol came (extended CONNECT, RFC 8441 §4)
+	protocol                              string // its value
 }
 
 // maxContinuations caps a block's CONTINUATION frames: what the hard
@@ -256,6 +258,11 @@ func (c *conn) pseudo(f hpack.HeaderField) string {
 			hb.bad400 = httpmsg.ReasonInvalidHost
 		}
 		st.req.Host = f.Value
+	case ":protocol":
+		if seen(&hb.hasProtocol) {
+			return httpmsg.ReasonMalformedRequest
+		}
+		hb.protocol = f.Value
 	default:
 		return httpmsg.ReasonMalformedRequest
 	}
@@ -368,6 +375,10 @@ func (c *conn) endTrailers() error {
 func (c *conn) startRequest() error {
 	hb := &c.hb
 	st := hb.st
+	status := 0
+	if hb.malformed == "" && !hb.tooLarge && hb.hasProtocol {
+		status, hb.malformed = c.extendedConnect() // websocket.go
+	}
 	if hb.malformed == "" && !hb.tooLarge && !hb.scheme && st.req.Method != "CONNECT" {
 		hb.malformed = httpmsg.ReasonMalformedRequest // :scheme missing
 	}
@@ -398,6 +409,10 @@ func (c *conn) startRequest() error {
 	}
 	if hb.bad400 != "" {
 		c.answerLocked(st, 400, hb.bad400)
+		return nil
+	}
+	if status != 0 {
+		c.answerPlainLocked(st, status)
 		return nil
 	}
 	if hb.cookies > 1 {

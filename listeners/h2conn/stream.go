@@ -27,6 +27,7 @@ type stream struct {
 	body    reqBody
 	ctx     streamCtx
 	w       respState // the handler goroutine's
+	ws      wsState   // an extended CONNECT (websocket.go)
 
 	// c.mu
 	cond         sync.Cond // the body reader waiting for DATA
@@ -78,7 +79,8 @@ func (st *stream) prepare(ended bool) {
 	r.TLS, r.TLSVersion, r.ServerName, r.ClientCert = c.tls, c.tlsVersion, c.serverName, c.clientCert
 	r.Ctx = &st.ctx
 	switch {
-	case ended:
+	case ended, st.ws.on:
+		// An extended CONNECT's DATA is the tunnel's, not a body.
 		r.ContentLength = 0
 	default:
 		r.ContentLength = st.cl
@@ -117,6 +119,9 @@ func (st *stream) closeLocked(err error) {
 	}
 	st.cond.Broadcast()
 	st.ctx.cancel()
+	if st.ws.up != nil {
+		st.ws.up.SetDeadline(aLongTimeAgo) // wakes the tunnel's copiers
+	}
 }
 
 // removeLocked forgets a stream whose exchange is over; c.mu is held.

@@ -43,7 +43,7 @@ func (st *stream) WriteHead(status int, h httpmsg.Header, bodyLen int64) error {
 	case status < 100 || status > 999:
 		return errors.New("h2conn: invalid status")
 	case status == http.StatusSwitchingProtocols:
-		return errNoTunnel
+		return st.switchWebSocket(h) // websocket.go
 	}
 	blk := appendStatus(w.hbuf[:0], status)
 	for _, f := range h {
@@ -141,12 +141,9 @@ func (st *stream) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// Tunnel implements httpmsg.ResponseWriter: an HTTP/2 stream carries no
-// tunnel (extended CONNECT is not served yet).
-func (st *stream) Tunnel(up net.Conn, pre []byte) error {
-	up.Close()
-	return errNoTunnel
-}
+// Tunnel implements httpmsg.ResponseWriter: only an extended CONNECT's
+// stream carries a tunnel, a WebSocket (websocket.go).
+func (st *stream) Tunnel(up net.Conn, pre []byte) error { return st.tunnel(up, pre) }
 
 // writableLocked returns why st can take no more frames; c.mu is held.
 func (st *stream) writableLocked() error {
@@ -248,6 +245,12 @@ func (st *stream) waitSendLocked(stallAt time.Time) error {
 func (st *stream) finish() {
 	c := st.c
 	w := &st.w
+	if st.ws.tunneled { // the tunnel ends the stream (websocket.go)
+		c.mu.Lock()
+		c.handlers--
+		c.mu.Unlock()
+		return
+	}
 	if w.status == 0 && !w.aborted {
 		st.WriteHead(http.StatusInternalServerError, nil, 0)
 	}
