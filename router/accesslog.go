@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"time"
 
@@ -178,6 +179,12 @@ func (x *exchange) bytesIn() int64 {
 func (x *exchange) logStatus() int {
 	if x.status != 0 {
 		return x.status
+	}
+	if x.w.status == http.StatusSwitchingProtocols && x.in.ProtoMajor >= 2 {
+		// A WebSocket over HTTP/2 or HTTP/3 (extended CONNECT): the
+		// front end answered the upstream's 101 with the 200 its client
+		// saw, and that is what the log and the metrics say.
+		return http.StatusOK
 	}
 	return x.w.status
 }
