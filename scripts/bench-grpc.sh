@@ -25,6 +25,8 @@
 # turns its PINGs off) PORT=27000 (27000-27999
 # is this script's range) PROXIES="edgeway nginx haproxy direct" (direct:
 # the client against the origin, no proxy, for scale)
+# ROUNDS=1: the proxies run that many times over, in turn, a row each
+# (the spread between rounds is the machine's noise).
 # EDGEWAY_UPSTREAM: lines added to edgeway's upstream block.
 # EDGEWAY_BASE=PATH: also run that edgeway binary as `edgeway-base` (a
 # before/after comparison in one run).
@@ -206,8 +208,9 @@ profile() {
 	perf report -q -i "$tmp/perf.data" --children --sort symbol --percent-limit 4 -g none 2>/dev/null | sed 's/[ -]*$//' | head -45
 }
 
+for round in $(seq 1 "${ROUNDS:-1}"); do
 for name in $PROXIES; do
-	log "$name"
+	log "$name (round $round)"
 	case $name in
 	edgeway) edgeway_start "$tmp/edgeway" edgeway ;;
 	edgeway-base) edgeway_start "$EDGEWAY_BASE" edgeway-base ;;
@@ -228,6 +231,7 @@ for name in $PROXIES; do
 	# nginx's CPU is its master's and worker's.
 	measure "$name" "$port" "$ppid" $(pgrep -P "$ppid" || true)
 	stop "$ppid"
+done
 done
 
 echo
