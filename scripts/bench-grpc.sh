@@ -30,8 +30,13 @@
 # EDGEWAY_UPSTREAM: lines added to edgeway's upstream block.
 # EDGEWAY_BASE=PATH: also run that edgeway binary as `edgeway-base` (a
 # before/after comparison in one run).
+# SYSCALLS=1: the proxy's sending (write, writev, sendto, sendmsg) and
+# receiving (read, readv, recvfrom, recvmsg) system calls per call
+# (perf stat on its processes during the measured run; steadier than CPU
+# on a busy machine).
 # PROFILE=1: after the measured runs, a perf profile of edgeway under the
-# same load (perf record -g on its PID), its top symbols printed.
+# same load (perf record -g on its PID), its top symbols printed;
+# PERF_DATA=PATH keeps the recording there (perf report -i PATH).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-10} WORKERS=${WORKERS:-8} CHANNELS=${CHANNELS:-1} SIZE=${SIZE:-64}
@@ -81,22 +86,36 @@ loadrun() {
 field() { tr ' ' '\n' <<<"$1" | awk -v k="$2" '{ i = index($0, "=") } i && substr($0, 1, i - 1) == k { print substr($0, i + 1) }'; }
 
 results="$tmp/grpc.tsv"
-printf 'proxy\tcalls/s\tp50_ms\tp99_ms\terrors\tproxy_CPU_us/call\n' >"$results"
+printf 'proxy\tcalls/s\tp50_ms\tp99_ms\terrors\tproxy_CPU_us/call\tsend/recv_syscalls_per_call\n' >"$results"
 
 # measure NAME PORT PID...: warm-up, then the measured run.
 measure() {
 	local name=$1 port=$2 before after out cpu
 	shift 2
 	loadrun "$port" 2 >/dev/null
+	local stat=""
+	if [[ -n ${SYSCALLS:-} && $# -gt 0 ]]; then
+		stat="$tmp/$name.stat"
+		perf stat -x, -o "$stat" -e syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_sendto,syscalls:sys_enter_sendmsg \
+			-e syscalls:sys_enter_read,syscalls:sys_enter_readv,syscalls:sys_enter_recvfrom,syscalls:sys_enter_recvmsg \
+			-p "$(tr ' ' , <<<"$*")" -- sleep "$DURATION" 2>/dev/null &
+		local st=$!
+	fi
 	before=$(cpu_of "$@")
 	out=$(loadrun "$port" "$DURATION")
 	after=$(cpu_of "$@")
-	cpu=-
+	cpu=- sys=-
 	if [[ $# -gt 0 ]]; then
 		cpu=$(awk -v c=$((after - before)) -v n="$(field "$out" calls)" -v t="$tck" 'BEGIN { printf "%.1f", (n > 0 ? c / t * 1e6 / n : 0) }')
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(field "$out" calls_per_sec)" "$(field "$out" p50_ms)" \
-		"$(field "$out" p99_ms)" "$(field "$out" errors)" "$cpu" >>"$results"
+	if [[ -n $stat ]]; then
+		wait "$st" || true
+		# writes/reads per call; perf counts over its own DURATION window.
+		sys=$(awk -F, -v n="$(field "$out" calls)" '$3 ~ /write|send/ { w += $1 } $3 ~ /read|recv/ { r += $1 }
+			END { printf "%.2f/%.2f", (n > 0 ? w / n : 0), (n > 0 ? r / n : 0) }' "$stat")
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(field "$out" calls_per_sec)" "$(field "$out" p50_ms)" \
+		"$(field "$out" p99_ms)" "$(field "$out" errors)" "$cpu" "$sys" >>"$results"
 	[[ $out == *first_error=* ]] && log "$name: $(field "$out" first_error)"
 	return 0
 }
@@ -200,6 +219,7 @@ profile() {
 	loadrun "$EDGE" "$DURATION" >/dev/null
 	wait "$rec" || true
 	stop "$ppid"
+	[[ -n ${PERF_DATA:-} ]] && cp "$tmp/perf.data" "$PERF_DATA"
 	echo
 	echo "# edgeway's CPU profile under the same load, self time (perf report --no-children)"
 	perf report -q -i "$tmp/perf.data" --no-children --sort symbol --percent-limit 0.8 -g none 2>/dev/null | sed 's/[ -]*$//' | head -45
