@@ -14,7 +14,7 @@ H2SPEC    ?= github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 PEBBLE    ?= github.com/letsencrypt/pebble/v2/cmd/...@v2.10.3
 TOOLS     := $(CURDIR)/bin/tools
 
-.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-slow bench-bulk bench-ws bench-h2 bench-tls bench-h3 bench-policy bench-compress bench-go fuzz clean
+.PHONY: all build run test test-stress check vet fmt race peers tools acme-local bench bench-idle bench-slow bench-bulk bench-ws bench-h2 bench-tls bench-h3 bench-policy bench-compress bench-grpc bench-go fuzz clean
 
 all: build
 
@@ -125,6 +125,12 @@ bench-policy: build
 	scripts/bench-policy.sh auth
 bench-compress: build
 	scripts/bench-policy.sh compress
+
+# bench-grpc: grpc-go unary calls through edgeway beside nginx grpc_pass
+# and HAProxy proto h2 in one run, calls/s and proxy CPU per call on one
+# core (scripts/bench-grpc.sh; no BENCH_DIR; ports 27000-27003).
+bench-grpc:
+	scripts/bench-grpc.sh
 
 # bench-go: the Go micro-benchmarks (matcher, guard, router).
 bench-go:

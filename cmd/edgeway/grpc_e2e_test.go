@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,6 +219,29 @@ func testGRPC(t *testing.T, cc *grpc.ClientConn) {
 			}
 		}
 		s.CloseSend()
+	})
+
+	// Calls of every size at once share the upstream connection: each
+	// answer is its own call's message, whole (the upstream writer sends
+	// many streams' frames in one write, and makes writers wait past
+	// 64 KiB queued).
+	t.Run("many concurrent calls", func(t *testing.T) {
+		const callers, calls = 32, 8
+		var wg sync.WaitGroup
+		for w := range callers {
+			wg.Go(func() {
+				for i := range calls {
+					msg := bytes.Repeat([]byte{byte('a' + w%26)}, (w*calls+i)*1031%(200<<10))
+					msg = append(msg, strconv.Itoa(w*calls+i)...)
+					var out []byte
+					if err := cc.Invoke(callCtx(t), testgrpc.Unary, msg, &out); err != nil || !bytes.Equal(out, msg) {
+						t.Errorf("caller %d call %d: %d bytes back, %v; want its %d", w, i, len(out), err, len(msg))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	})
 
 	// The client's deadline travels as grpc-timeout; the server sees it.

@@ -13,8 +13,12 @@
 // neither a goroutine nor a buffer, only its socket; the price is a
 // stale keep-alive connection noticed by a peek at checkout (or one retry
 // of an idempotent request) instead of by a background reader. h2c costs
-// what golang.org/x/net/http2 costs: a goroutine per connection and
-// header maps per request. Through RoundTrip, the net/http adapter that
+// what golang.org/x/net/http2 costs (a read goroutine per connection, a
+// goroutine and header maps per request), less its flushes: x/net writes
+// each frame with a flush of its own, and a coalescedConn under it sends
+// what the connection's streams wrote meanwhile in one write(2), from one
+// writer goroutine per connection (h2write.go; a gRPC unary call's three
+// upstream writes became about one, make bench-grpc). Through RoundTrip, the net/http adapter that
 // copies heads into maps, a GET costs about half the allocations of
 // http.Transport (18 against 39): BenchmarkRoundTrip.
 package httpclient

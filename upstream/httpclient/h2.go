@@ -140,12 +140,15 @@ func (hh *h2Host) reserve() *http2.ClientConn {
 }
 
 // dial opens a connection (with its PROXY header) and starts HTTP/2 on it:
-// the client preface and SETTINGS go out at once.
+// the client preface and SETTINGS go out at once. x/net writes through a
+// coalescedConn, whose one writer sends the frames of all streams in as
+// few writes as the connection's pace allows.
 func (h *h2Client) dial(ctx context.Context, addr string, req *Request) (*http2.ClientConn, error) {
 	nc, err := h.t.dialConn(ctx, addr, req, false)
 	if err != nil {
 		return nil, err
 	}
+	nc = coalesce(nc)
 	cc, err := h.tr.NewClientConn(nc)
 	if err != nil {
 		nc.Close()
