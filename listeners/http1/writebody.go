@@ -155,7 +155,7 @@ func (w *writer) fail(err error) error {
 }
 
 func (w *writer) writeVec() error {
-	_, err := w.vec.WriteTo(w.x.c.Conn) // the *net.TCPConn: writev
+	_, err := w.x.c.WriteBuffers(&w.vec) // writev on the socket
 	return err
 }
 
