@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -204,8 +205,13 @@ func (c *Conn) park() {
 	c.parkedAt = c.engine().now()
 	c.fd.dropWaiter()
 	var err error
-	cerr := c.w.raw.Control(func(fd uintptr) { err = c.l.arm(&c.w, int(fd)) })
-	if cerr != nil || err != nil {
+	if c.sock == Socket(&c.fd) {
+		err = c.fd.arm(c.l, &c.w) // no closure to allocate
+	} else {
+		cerr := c.w.raw.Control(func(fd uintptr) { err = c.l.arm(&c.w, int(fd)) })
+		err = errors.Join(cerr, err)
+	}
+	if err != nil {
 		c.Close()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"syscall"
 )
 
 // The engine parks connections on epoll: other systems get an error from
@@ -24,6 +25,12 @@ type fdConn struct {
 	remote, local netip.AddrPort
 }
 
+func (*fdConn) SyscallConn() (syscall.RawConn, error) { return nil, errLinuxOnly }
+
+func (*fdConn) CloseWrite() error   { return errLinuxOnly }
+func (*fdConn) SetLinger(int) error { return errLinuxOnly }
+
+func (*fdConn) arm(*loop, *watch) error                        { return errLinuxOnly }
 func (*fdConn) dropWaiter()                                    {}
 func (*fdConn) writeBuffers(*net.Buffers) (int64, error)       { return 0, errLinuxOnly }
 func newAcceptor(*Engine, *net.TCPListener) (*acceptor, error) { return nil, errLinuxOnly }

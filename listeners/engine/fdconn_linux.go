@@ -316,6 +316,15 @@ func (s *fdConn) SetLinger(sec int) error {
 	return s.sockErr("setsockopt", s.control(func(fd int) error { return unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &l) }))
 }
 
+// arm parks the socket on l (loop.arm) with the descriptor held.
+func (s *fdConn) arm(l *loop, w *watch) error {
+	if !s.incref() {
+		return net.ErrClosed
+	}
+	defer s.decref()
+	return l.arm(w, int(s.fd))
+}
+
 // control runs f on the descriptor while holding a reference.
 func (s *fdConn) control(f func(fd int) error) error {
 	if !s.incref() {

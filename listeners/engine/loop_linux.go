@@ -135,10 +135,12 @@ func (l *loop) run() {
 		l.e.fail(fmt.Errorf("waiting for events: %w", err))
 		return
 	}
-	events := make([]unix.EpollEvent, 128)
+	ws := &waitState{events: make([]unix.EpollEvent, 128)}
+	ws.fn = ws.try
+	events := ws.events
 	f.SetReadDeadline(time.Now().Add(sweepEvery(l.e.idleTimeout())))
 	for {
-		n, err := l.wait(rc, events)
+		n, err := l.wait(rc, ws)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			idle := l.e.idleTimeout() // read each time: a reload may change it
@@ -171,22 +173,31 @@ func (l *loop) pollable() (*os.File, error) {
 	return os.NewFile(uintptr(fd), "epoll"), nil
 }
 
+// waitState is the loop goroutine's epoll_wait, bound once (a closure
+// made per wait would be an allocation per wake-up).
+type waitState struct {
+	events []unix.EpollEvent
+	n      int
+	err    error
+	fn     func(fd uintptr) bool
+}
+
+func (ws *waitState) try(fd uintptr) bool {
+	ws.n, ws.err = unix.EpollWait(int(fd), ws.events, 0)
+	if errors.Is(ws.err, unix.EINTR) {
+		ws.n, ws.err = 0, nil
+	}
+	return ws.n > 0 || ws.err != nil
+}
+
 // wait returns ready events, parking the goroutine in Go's poller until
 // there are some.
-func (l *loop) wait(rc syscall.RawConn, events []unix.EpollEvent) (int, error) {
-	var n int
-	var werr error
-	err := rc.Read(func(fd uintptr) bool {
-		n, werr = unix.EpollWait(int(fd), events, 0)
-		if errors.Is(werr, unix.EINTR) {
-			n, werr = 0, nil
-		}
-		return n > 0 || werr != nil
-	})
+func (l *loop) wait(rc syscall.RawConn, ws *waitState) (int, error) {
+	err := rc.Read(ws.fn)
 	if err == nil {
-		err = werr
+		err = ws.err
 	}
-	return n, err
+	return ws.n, err
 }
 
 // fire dispatches one event; false when the loop must stop.
