@@ -25,7 +25,7 @@ type acceptor struct {
 	local netip.AddrPort // the listening address, unless it is a wildcard
 	fn    func(fd uintptr) bool
 	nfd   int
-	sa    unix.Sockaddr
+	sa    syscall.Sockaddr
 	err   error
 }
 
@@ -59,9 +59,11 @@ func newAcceptor(e *Engine, ln *net.TCPListener) (*acceptor, error) {
 func (a *acceptor) close() { a.f.Close() }
 
 // try is one accept4(2), through RawConn.Read: false (wait) on EAGAIN.
+// It is syscall's: x/sys/unix's asks each AF_INET socket its protocol
+// (getsockopt SO_PROTOCOL, for L2TP), a system call per connection.
 func (a *acceptor) try(fd uintptr) bool {
-	a.nfd, a.sa, a.err = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-	return a.err != unix.EAGAIN
+	a.nfd, a.sa, a.err = syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+	return a.err != syscall.EAGAIN
 }
 
 // accept waits for one connection and adopts it. Options set on the
@@ -74,7 +76,7 @@ func (a *acceptor) accept(*net.TCPListener) error {
 		}
 		switch a.err {
 		case nil:
-		case unix.ECONNABORTED, unix.EINTR:
+		case syscall.ECONNABORTED, syscall.EINTR:
 			continue // gone before we took it, as net does
 		default:
 			return fmt.Errorf("accepting: %w", a.err)
@@ -83,7 +85,7 @@ func (a *acceptor) accept(*net.TCPListener) error {
 		a.sa = nil
 		local := a.local
 		if !local.IsValid() {
-			lsa, err := unix.Getsockname(fd)
+			lsa, err := syscall.Getsockname(fd)
 			if err != nil {
 				unix.Close(fd)
 				return fmt.Errorf("accepting: %w", errors.Join(err, unix.ECONNABORTED))

@@ -4,7 +4,9 @@ package engine
 
 import (
 	"io"
+	"net"
 	"testing"
+	"time"
 )
 
 // BenchmarkKeepAlive measures one request on a keep-alive connection
@@ -44,6 +46,33 @@ func BenchmarkKeepAlive(b *testing.B) {
 				if _, err := io.ReadFull(c, got); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkConnect measures a connection's life: dial, one request and
+// answer, close. Run under strace -c -f it counts the system calls of
+// an accept in each mode (the client's calls are the same in both).
+func BenchmarkConnect(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		goPoller bool
+	}{{"own", false}, {"GoPoller", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := testConfig()
+			cfg.GoPoller = bc.goPoller
+			cfg.KeepAlive, cfg.KeepAliveIdle, cfg.KeepAliveInterval, cfg.KeepAliveCount = true, time.Minute, 15*time.Second, 4
+			e := start(b, cfg, &lineHandler{})
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := net.Dial("tcp", e.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				roundTrip(b, c, "x")
+				c.(*net.TCPConn).SetLinger(0) // no TIME_WAIT pile-up
+				c.Close()
 			}
 		})
 	}

@@ -111,6 +111,12 @@ func (s *fdConn) wake(dir int) {
 // parks).
 func (s *fdConn) dropWaiter() {
 	if w := s.wt.Swap(nil); w != nil {
+		for _, ch := range w.ch { // a token left over would wake the next user for nothing
+			select {
+			case <-ch:
+			default:
+			}
+		}
 		waiters.Put(w)
 	}
 }
@@ -414,11 +420,11 @@ func (r *fdRaw) Write(f func(fd uintptr) bool) error {
 }
 
 // sockaddrAddrPort converts an address from accept4(2) or getsockname(2).
-func sockaddrAddrPort(sa unix.Sockaddr) netip.AddrPort {
+func sockaddrAddrPort(sa syscall.Sockaddr) netip.AddrPort {
 	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
+	case *syscall.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
+	case *syscall.SockaddrInet6:
 		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
 	}
 	return netip.AddrPort{}
