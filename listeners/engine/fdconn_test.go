@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -337,3 +338,51 @@ func TestGoPollerMode(t *testing.T) {
 type handlerFunc func(c *Conn) Action
 
 func (f handlerFunc) Serve(c *Conn) Action { return f(c) }
+
+func TestAddresses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc, listen, dial string
+	}{
+		{"one address", "127.0.0.1:0", "127.0.0.1"},
+		{"wildcard, IPv4 client", "[::]:0", "127.0.0.1"},
+		{"wildcard, IPv6 client", "[::]:0", "::1"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			type addrs struct{ remote, local string }
+			got := make(chan addrs, 1)
+			cfg := testConfig()
+			cfg.Addr = tc.listen
+			h := &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
+				got <- addrs{c.RemoteAddr().String(), c.LocalAddr().String()}
+				if ap := c.RemoteAddrPort(); netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String() != c.RemoteAddr().String() {
+					t.Errorf("RemoteAddrPort %v, RemoteAddr %v", c.RemoteAddrPort(), c.RemoteAddr())
+				}
+				return Close, true
+			}}
+			e, err := Listen(cfg, h, nil)
+			if err != nil {
+				t.Skipf("listening on %s: %v", tc.listen, err)
+			}
+			go e.Serve()
+			t.Cleanup(func() { e.Close() })
+			_, port, _ := net.SplitHostPort(e.Addr().String())
+			c, err := net.Dial("tcp", net.JoinHostPort(tc.dial, port))
+			if err != nil {
+				t.Skipf("dialling %s: %v", tc.dial, err)
+			}
+			defer c.Close()
+			c.Write([]byte("x\n"))
+			var a addrs
+			select {
+			case a = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("not served")
+			}
+			if a.remote != c.LocalAddr().String() || a.local != c.RemoteAddr().String() {
+				t.Errorf("server sees %s -> %s; client %s -> %s", a.remote, a.local, c.LocalAddr(), c.RemoteAddr())
+			}
+		})
+	}
+}

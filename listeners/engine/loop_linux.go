@@ -326,6 +326,9 @@ func (l *loop) arm(w *watch, fd int) error {
 	}
 	prev := w.state
 	w.state = stArmed
+	if w.tun == nil {
+		w.waits = 0 // a parked connection has no call waiting: bits left by one that timed out
+	}
 	if err := l.ctl(w, fd); err != nil {
 		w.state = prev
 		return err
