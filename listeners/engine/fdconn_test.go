@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -385,4 +386,52 @@ func TestAddresses(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestForcedShutdownWakesWaitingRead(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.MaxConns = 1
+	waiting := make(chan *Conn, 1)
+	done := make(chan error, 1)
+	e, client := served(t, cfg, func(c *Conn) Action {
+		waiting <- c
+		_, err := c.Read(make([]byte, 10)) // the client sends nothing more
+		done <- err
+		return Park
+	})
+	c := <-waiting
+	testutil.WaitFor(t, "the read to wait", func() bool { return c.fd.wt.Load() != nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want a deadline error", err)
+	}
+	if err := result(t, done); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read during a forced shutdown: %v, want net.ErrClosed", err)
+	}
+	waitEOF(t, client)
+	waitStats(t, e, "every slot freed", func(s Stats) bool { return s.Open == 0 && s.Active == 0 })
+}
+
+func TestMaxConnsSlotFreedByCloseWhileWaiting(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.MaxConns = 1
+	waiting := make(chan *Conn, 1)
+	e, first := served(t, cfg, func(c *Conn) Action {
+		waiting <- c
+		c.Read(make([]byte, 10))
+		return Park // closed meanwhile: the park closes nothing twice
+	})
+	c := <-waiting
+	testutil.WaitFor(t, "the read to wait", func() bool { return c.fd.wt.Load() != nil })
+	second := dial(t, e) // waits in the backlog: the one slot is taken
+	second.Write([]byte("hello\n"))
+	c.Close()
+	waitEOF(t, first)
+	if got := readN(t, second, len("echo hello\n")); got != "echo hello\n" {
+		t.Fatalf("second connection answered %q", got)
+	}
+	waitStats(t, e, "one connection open", func(s Stats) bool { return s.Open == 1 && s.Parked == 1 })
 }
