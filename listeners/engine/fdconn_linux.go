@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -425,7 +426,15 @@ func sockaddrAddrPort(sa syscall.Sockaddr) netip.AddrPort {
 	case *syscall.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
 	case *syscall.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+		ip := netip.AddrFrom16(a.Addr)
+		if a.ZoneId != 0 { // a link-local peer: named by its interface, as net does
+			zone := strconv.Itoa(int(a.ZoneId))
+			if ifi, err := net.InterfaceByIndex(int(a.ZoneId)); err == nil {
+				zone = ifi.Name
+			}
+			ip = ip.WithZone(zone)
+		}
+		return netip.AddrPortFrom(ip, uint16(a.Port))
 	}
 	return netip.AddrPort{}
 }
