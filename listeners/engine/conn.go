@@ -20,7 +20,7 @@ import (
 // rest of net.Conn work as usual while a Handler serves it.
 type Conn struct {
 	net.Conn
-	sock       socket // the accepted socket
+	sock       Socket // the accepted socket
 	fd         fdConn // the socket, unless Config.GoPoller
 	l          *loop
 	w          watch // the connection's registration on l
@@ -58,8 +58,6 @@ type Socket interface {
 	CloseWrite() error
 	SetLinger(sec int) error
 }
-
-type socket = Socket
 
 // RemoteAddrPort is the stream's RemoteAddr as a netip.AddrPort, with no
 // allocation when the stream is the accepted socket or TLS over it.

@@ -25,12 +25,16 @@
 // the loop wakes it through a channel taken from a pool at the first wait
 // and given back at park, and a deadline costs a timer only while a call
 // waits under one. Setting a deadline or closing the connection wakes a
-// waiting call, as with a net.Conn. The loop goroutine itself waits in
-// Go's poller: a duplicate of the epoll fd is registered there and events
-// are collected with a non-blocking epoll_wait, so no OS thread sits in a
-// blocking system call and a dispatched goroutine runs at once (a loop
-// blocked in epoll_wait made each one wait for sysmon to retake the P:
-// 31k against 54k requests a second on one core). When Serve returns Park,
+// waiting call, as with a net.Conn. A wait costs an epoll_ctl and a hop
+// through the loop goroutine, a little more than Go's edge-triggered
+// poller: nothing on the common keep-alive path, where the request is
+// there when the connection is dispatched, but once per read that drains
+// the socket of a detached HTTP/2 connection. The loop goroutine itself
+// waits in Go's poller: a duplicate of the epoll fd is registered there
+// and events are collected with a non-blocking epoll_wait, so no OS
+// thread sits in a blocking system call and a dispatched goroutine runs
+// at once (a loop blocked in epoll_wait made each one wait for sysmon to
+// retake the P: 31k against 54k requests a second on one core). When Serve returns Park,
 // the engine re-arms the socket (EPOLL_CTL_MOD, one-shot again) and puts
 // it at the tail of its loop's idle list. One-shot arming means one
 // dispatch at a time.
@@ -44,8 +48,10 @@
 // order and closes from the head those parked too long, every IdleTimeout/8
 // (10ms to 1s): no timer per connection, O(1) work per connection.
 //
-// Every epoll_ctl on a connection runs inside RawConn.Control, which keeps
-// the descriptor from being closed (and its number reused) meanwhile; each
+// Every epoll_ctl on a connection runs with its descriptor held (the
+// engine socket's reference count, or RawConn.Control for a
+// *net.TCPConn), which keeps it from being closed (and its number reused)
+// meanwhile; each
 // registration carries a slot index and a generation, so an event queued
 // before a close is recognised as stale and dropped.
 //

@@ -295,6 +295,6 @@ func sockaddrAddrPort(sa syscall.Sockaddr) netip.AddrPort {
 }
 
 var (
-	_ socket          = (*fdConn)(nil)
+	_ Socket          = (*fdConn)(nil)
 	_ syscall.RawConn = (*fdRaw)(nil)
 )
