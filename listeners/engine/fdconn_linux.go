@@ -236,8 +236,13 @@ func (s *fdConn) sockErr(op string, err error) error {
 }
 
 // opErr wraps err as *net.TCPConn does, so that callers' errors.Is and
-// net.Error checks keep working.
+// net.Error checks keep working. A timeout, which the TLS path meets on
+// every dispatch (a read under a deadline in the past), leaves the
+// addresses out: making them would be two allocations more each time.
 func (s *fdConn) opErr(op string, err error) error {
+	if err == os.ErrDeadlineExceeded {
+		return &net.OpError{Op: op, Net: "tcp", Err: err}
+	}
 	return &net.OpError{Op: op, Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
 }
 
