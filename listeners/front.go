@@ -98,7 +98,7 @@ func (f *front) Serve(c *engine.Conn) engine.Action {
 	if !c.Fresh() {
 		return f.h1.Serve(c)
 	}
-	nc := net.Conn(c.TCP())
+	nc := net.Conn(c.Socket())
 	if f.trusted != nil {
 		pc, ok := f.readProxy(c)
 		if !ok {
@@ -137,7 +137,7 @@ func (f *front) readProxy(c *engine.Conn) (net.Conn, bool) {
 		c.Abort()
 		return nil, false
 	}
-	pc := &proxiedConn{TCPConn: c.TCP(), remote: c.RemoteAddr(), local: c.LocalAddr()}
+	pc := &proxiedConn{Socket: c.Socket(), remote: c.RemoteAddr(), local: c.LocalAddr()}
 	if !h.Local && h.Source.IsValid() {
 		pc.remote = net.TCPAddrFromAddrPort(h.Source)
 		if h.Dest.IsValid() {
@@ -256,7 +256,7 @@ func isACMEHello(protos []string) bool { return len(protos) == 1 && protos[0] ==
 // proxiedConn is a client connection whose addresses come from its PROXY
 // protocol header.
 type proxiedConn struct {
-	*net.TCPConn
+	engine.Socket
 	remote, local net.Addr
 }
 

@@ -207,7 +207,9 @@ func (s *Server) FrontStats() FrontStats {
 func (s *Server) Update(cfg conf.Listener) error {
 	s.h1.SetTimeouts(cfg.ReadHeaderTimeout, writeTimeout(cfg))
 	s.eng.SetIdleTimeout(cfg.IdleTimeout)
-	s.eng.SetNoDelay(cfg.NoDelay)
+	if err := s.eng.SetNoDelay(cfg.NoDelay); err != nil {
+		return fmt.Errorf("listener %s: %w", s.name, err)
+	}
 	if s.front != nil {
 		s.front.headerTO.Store(int64(cfg.ReadHeaderTimeout))
 	}

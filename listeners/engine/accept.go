@@ -20,7 +20,7 @@ const (
 // acceptLoop accepts connections from ln until shutdown. A MaxConns slot
 // is taken before each Accept, so that further clients wait in the
 // kernel's backlog rather than in the process.
-func (e *Engine) acceptLoop(ln *net.TCPListener) {
+func (e *Engine) acceptLoop(ln *net.TCPListener, a *acceptor) {
 	defer e.accepts.Done()
 	defer func() {
 		if v := recover(); v != nil {
@@ -28,12 +28,15 @@ func (e *Engine) acceptLoop(ln *net.TCPListener) {
 			e.fail(fmt.Errorf("accept loop panicked: %v", v))
 		}
 	}()
+	accept := e.acceptGo
+	if a != nil {
+		accept = a.accept
+	}
 	var delay time.Duration
 	for e.acquire() {
-		tc, err := ln.AcceptTCP()
+		err := accept(ln)
 		if err == nil {
 			delay = 0
-			e.adopt(tc)
 			continue
 		}
 		e.unacquire()
@@ -79,12 +82,22 @@ func (e *Engine) pause(d time.Duration) bool {
 	}
 }
 
-// adopt registers a new connection on a loop and parks it: it is served
+// acceptGo accepts one connection as a *net.TCPConn (Config.GoPoller)
+// and adopts it.
+func (e *Engine) acceptGo(ln *net.TCPListener) error {
+	tc, err := ln.AcceptTCP()
+	if err == nil {
+		e.adopt(tc)
+	}
+	return err
+}
+
+// adopt registers a new *net.TCPConn on a loop and parks it: it is served
 // when its first bytes arrive (at once, in practice, with DeferAccept).
 func (e *Engine) adopt(tc *net.TCPConn) {
 	e.open.Add(1)
-	l := e.loops[int(e.next.Add(1))%len(e.loops)]
-	c := &Conn{Conn: tc, tc: tc, l: l}
+	l := e.nextLoop()
+	c := &Conn{Conn: tc, sock: tc, l: l}
 	c.w.conn = c
 	raw, err := tc.SyscallConn()
 	if err != nil {
@@ -98,3 +111,6 @@ func (e *Engine) adopt(tc *net.TCPConn) {
 	l.add(&c.w)
 	c.park()
 }
+
+// nextLoop picks the loop of a new connection, round-robin.
+func (e *Engine) nextLoop() *loop { return e.loops[int(e.next.Add(1))%len(e.loops)] }

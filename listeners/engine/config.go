@@ -49,6 +49,12 @@ type Config struct {
 	// accepted connections inherit. 0 keeps the kernel's autotuning.
 	RecvBuffer int
 	SendBuffer int
+	// GoPoller makes each client socket a *net.TCPConn in Go's poller,
+	// as before issue 25 (about 1 KiB more per connection: the runtime's
+	// poll descriptor and net's structures). false, the default: the
+	// engine accepts with accept4(2) and reads, writes and waits on the
+	// descriptor itself (see doc.go).
+	GoPoller bool
 	// TunnelWriteTimeout bounds one write to either side of a tunnel; a
 	// peer that reads nothing for this long ends the tunnel. 0 means
 	// DefaultTunnelWriteTimeout; negative means no limit.

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -12,12 +14,14 @@ import (
 	"github.com/edgeway/edgeway/internal/panics"
 )
 
-// Conn is one client connection. It embeds the accepted *net.TCPConn:
-// Read, Write, the deadlines and the rest of net.Conn work as usual while
-// a Handler serves it.
+// Conn is one client connection. It embeds the connection's stream, at
+// first the accepted socket (the engine's own descriptor, or a
+// *net.TCPConn with Config.GoPoller): Read, Write, the deadlines and the
+// rest of net.Conn work as usual while a Handler serves it.
 type Conn struct {
 	net.Conn
-	tc         *net.TCPConn
+	sock       Socket // the accepted socket
+	fd         fdConn // the socket, unless Config.GoPoller
 	l          *loop
 	w          watch // the connection's registration on l
 	prev, next *Conn // l's idle list, guarded by l.mu
@@ -39,10 +43,68 @@ func (c *Conn) TLS() *tls.Conn {
 
 // Fresh reports whether no Handler has replaced the connection's stream
 // (c.Conn is still the accepted socket): its first dispatch.
-func (c *Conn) Fresh() bool { return c.Conn == net.Conn(c.tc) }
+func (c *Conn) Fresh() bool { return c.sock != nil && c.Conn == net.Conn(c.sock) }
 
-// TCP returns the underlying TCP connection.
-func (c *Conn) TCP() *net.TCPConn { return c.tc }
+// Socket returns the accepted TCP socket, whatever stream a Handler put
+// in front of it. It is a net.Conn and a syscall.Conn and has
+// *net.TCPConn's CloseWrite and SetLinger.
+func (c *Conn) Socket() Socket { return c.sock }
+
+// Socket is what the engine and its handlers need of an accepted socket:
+// the engine's own descriptor, or a *net.TCPConn (Config.GoPoller).
+type Socket interface {
+	net.Conn
+	syscall.Conn
+	CloseWrite() error
+	SetLinger(sec int) error
+}
+
+// RemoteAddrPort is the stream's RemoteAddr as a netip.AddrPort, with no
+// allocation when the stream is the accepted socket or TLS over it.
+func (c *Conn) RemoteAddrPort() netip.AddrPort {
+	if s := c.ownSocket(); s != nil {
+		return s.remote
+	}
+	return addrPort(c.Conn.RemoteAddr())
+}
+
+// LocalAddrPort is the stream's LocalAddr as a netip.AddrPort, as
+// RemoteAddrPort.
+func (c *Conn) LocalAddrPort() netip.AddrPort {
+	if s := c.ownSocket(); s != nil {
+		return s.local
+	}
+	return addrPort(c.Conn.LocalAddr())
+}
+
+// ownSocket returns the engine's descriptor when the stream is it, or TLS
+// directly over it; else nil.
+func (c *Conn) ownSocket() *fdConn {
+	nc := c.Conn
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
+	}
+	if s, ok := nc.(*fdConn); ok {
+		return s
+	}
+	return nil
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// WriteBuffers writes v to the stream with one writev(2) where it can (the
+// accepted socket, its own or a *net.TCPConn), and consumes v.
+func (c *Conn) WriteBuffers(v *net.Buffers) (int64, error) {
+	if s, ok := c.Conn.(*fdConn); ok {
+		return s.writeBuffers(v)
+	}
+	return v.WriteTo(c.Conn)
+}
 
 // Raw returns the socket's syscall.RawConn, for non-blocking reads and
 // writes (RawConn.Read and Write with a callback that tries once). A Conn
@@ -65,7 +127,7 @@ func (c *Conn) Close() error {
 	if c.l.forget(&c.w) == stDetached {
 		c.engine().detached.Add(-1)
 	}
-	err := c.tc.Close()
+	err := c.sock.Close()
 	c.engine().released()
 	if err != nil {
 		return fmt.Errorf("closing connection: %w", err)
@@ -77,7 +139,7 @@ func (c *Conn) Close() error {
 // FIN, for a connection refused abruptly: no TIME_WAIT is left on our
 // side.
 func (c *Conn) Abort() {
-	c.tc.SetLinger(0)
+	c.sock.SetLinger(0)
 	c.Close()
 }
 
@@ -139,9 +201,15 @@ func (c *Conn) park() {
 		return
 	}
 	c.parkedAt = c.engine().now()
+	c.fd.dropWaiter()
 	var err error
-	cerr := c.w.raw.Control(func(fd uintptr) { err = c.l.arm(&c.w, int(fd)) })
-	if cerr != nil || err != nil {
+	if c.sock == Socket(&c.fd) {
+		err = c.fd.arm(c.l, &c.w) // no closure to allocate
+	} else {
+		cerr := c.w.raw.Control(func(fd uintptr) { err = c.l.arm(&c.w, int(fd)) })
+		err = errors.Join(cerr, err)
+	}
+	if err != nil {
 		c.Close()
 	}
 }
@@ -168,6 +236,7 @@ type watch struct {
 	gen    uint32  // generation of the slot, against stale events
 	state  uint8
 	dir    uint8       // for a tunnel: the direction this socket's bytes go
+	waits  uint8       // waitIn, waitOut: calls on the engine's socket waiting (fdConn.wait)
 	added  bool        // registered in the epoll set
 	closed atomic.Bool // Conn.Close was called (client side only)
 }

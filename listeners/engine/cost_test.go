@@ -36,7 +36,7 @@ func TestCost(t *testing.T) {
 		openParked(t, ch, 0, warmUp)
 		ch.base = ch.measure()
 		openParked(t, ch, warmUp, 10_000)
-		ch.cost("parked keep-alive connection", 10_000-warmUp, 1280)
+		ch.cost("parked keep-alive connection", 10_000-warmUp, 640)
 	})
 	t.Run("tunnel", func(t *testing.T) {
 		u := newUpstream(t)
@@ -44,7 +44,7 @@ func TestCost(t *testing.T) {
 		openTunnels(t, ch, u, 0, warmUp)
 		ch.base = ch.measure()
 		openTunnels(t, ch, u, warmUp, 4_000)
-		ch.cost("parked tunnel (client and upstream sockets)", 4_000-warmUp, 2560)
+		ch.cost("parked tunnel (client and upstream sockets)", 4_000-warmUp, 2048)
 	})
 }
 

@@ -1,34 +1,57 @@
 // Package engine owns every client TCP connection of a listener: it
 // accepts, parks, dispatches, times out and closes them, so that a
 // connection waiting for its next request, or a quiet tunnel, holds no
-// goroutine and no buffer. Its tradeoff: connections stay ordinary
-// *net.TCPConn (crypto/tls, x/net/http2 and deadlines keep working), so
-// each still carries Go's poll descriptor, the largest part of what an
-// idle connection costs.
+// goroutine and no buffer. Its tradeoff: client sockets are plain
+// descriptors the engine reads, writes and waits on itself, not
+// *net.TCPConn, so a parked connection costs about 300 bytes rather than
+// a kilobyte, and the engine carries the descriptor's lifetime, deadlines
+// and readiness that Go's net package would otherwise handle.
 //
 // # How a connection moves
 //
-// Each accepted socket is also registered in one of the engine's own
-// epoll instances (golang.org/x/sys/unix) with EPOLLIN|EPOLLRDHUP|
-// EPOLLONESHOT. A parked connection has no goroutine: when the loop
-// goroutine sees it readable (or hung up), it starts a goroutine that
-// calls Handler.Serve, which reads and writes through Go's poller as
-// usual. The loop goroutine itself waits in Go's poller too: a duplicate
-// of the epoll fd is registered there and events are collected with a
-// non-blocking epoll_wait, so no OS thread sits in a blocking system call
-// and a dispatched goroutine runs at once (a loop blocked in epoll_wait
-// made each one wait for sysmon to retake the P: 31k against 54k
-// requests a second on one core). When Serve returns Park, the engine re-arms the
-// socket (EPOLL_CTL_MOD, one-shot again) and puts it at the tail of its
-// loop's idle list. One-shot arming means one dispatch at a time.
+// The accept goroutine takes each connection with accept4(2)
+// (SOCK_NONBLOCK|SOCK_CLOEXEC) on a duplicate of the listening socket
+// that Go's poller watches; the new descriptor never enters Go's poller.
+// It is an fdConn: a net.Conn and syscall.Conn of the engine's own whose
+// Read and Write call read(2) and write(2) directly (writev(2) for
+// Conn.WriteBuffers), reference counted so that a Close never lets its
+// number be reused under a call in progress. The socket is registered in
+// one of the engine's own epoll instances (golang.org/x/sys/unix) with
+// EPOLLIN|EPOLLRDHUP|EPOLLONESHOT. A parked connection has no goroutine:
+// when the loop goroutine sees it readable (or hung up), it starts a
+// goroutine that calls Handler.Serve. A read or write there that meets
+// EAGAIN waits for the same registration, re-armed for readable or
+// writable (or both, an HTTP/2 connection reading and writing at once):
+// the loop wakes it through a channel taken from a pool at the first wait
+// and given back at park, and a deadline costs a timer only while a call
+// waits under one. Setting a deadline or closing the connection wakes a
+// waiting call, as with a net.Conn. A wait costs an epoll_ctl and a hop
+// through the loop goroutine, a little more than Go's edge-triggered
+// poller: nothing on the common keep-alive path, where the request is
+// there when the connection is dispatched, but once per read that drains
+// the socket of a detached HTTP/2 connection. The loop goroutine itself
+// waits in Go's poller: a duplicate of the epoll fd is registered there
+// and events are collected with a non-blocking epoll_wait, so no OS
+// thread sits in a blocking system call and a dispatched goroutine runs
+// at once (a loop blocked in epoll_wait made each one wait for sysmon to
+// retake the P: 31k against 54k requests a second on one core). When Serve returns Park,
+// the engine re-arms the socket (EPOLL_CTL_MOD, one-shot again) and puts
+// it at the tail of its loop's idle list. One-shot arming means one
+// dispatch at a time.
+//
+// Config.GoPoller keeps the engine of before: each socket a *net.TCPConn
+// in Go's poller as well as in the engine's epoll set, which waits while
+// a handler runs. Conn.Socket returns the accepted socket in either mode.
 //
 // The idle timeout is the listener's, the same for every connection, so
 // each loop keeps its parked connections in a doubly-linked list in park
 // order and closes from the head those parked too long, every IdleTimeout/8
 // (10ms to 1s): no timer per connection, O(1) work per connection.
 //
-// Every epoll_ctl on a connection runs inside RawConn.Control, which keeps
-// the descriptor from being closed (and its number reused) meanwhile; each
+// Every epoll_ctl on a connection runs with its descriptor held (the
+// engine socket's reference count, or RawConn.Control for a
+// *net.TCPConn), which keeps it from being closed (and its number reused)
+// meanwhile; each
 // registration carries a slot index and a generation, so an event queued
 // before a close is recognised as stale and dropped.
 //
@@ -38,7 +61,7 @@
 // a WebSocket message crosses with no goroutine started. A burst that
 // fills the buffer goes on in a goroutine that splices (splice(2) through
 // a pooled 256 KiB pipe: the bytes never enter edgeway's memory;
-// non-blocking reads until EAGAIN; writes may block through Go's poller,
+// non-blocking reads until EAGAIN; writes may wait for the destination,
 // bounded per write by Config.TunnelWriteTimeout), so one busy tunnel
 // never holds the loop up; a destination that cannot take a small burst
 // at once gets the rest from a pooled 32 KiB buffer, and so does every
@@ -58,9 +81,11 @@
 // speak first), TCP_FASTOPEN (default off: SYN data can be replayed),
 // keepalive idle/interval/count (default on, 60s/15s/4), SO_RCVBUF and
 // SO_SNDBUF (default: kernel autotuning), set on the listening socket and
-// inherited by accepted ones. Conn.Abort closes with SO_LINGER 0 (a reset,
-// no TIME_WAIT). MaxConns slots are taken before accept, so further
-// clients wait in the kernel backlog.
+// inherited by accepted ones: no system call per connection sets an
+// option (Engine.SetNoDelay sets TCP_NODELAY on the listening sockets).
+// Conn.Abort closes with SO_LINGER 0 (a reset, no TIME_WAIT). MaxConns
+// slots are taken before accept, so further clients wait in the kernel
+// backlog.
 //
 // # What a connection costs
 //
@@ -70,16 +95,21 @@
 // 4,000 tunnels; growth after a GC and debug.FreeOSMemory, Go 1.26,
 // linux/amd64:
 //
-//   - Parked idle: about 1,060 bytes and no goroutine. 512 of them are
-//     Go's poll descriptor (runtime.pollDesc, padded to 512 bytes and never
-//     freed to the heap); about 450 are heap: the Conn (112), net's netFD,
-//     TCPConn and the two addresses (about 300), the slot. The kernel's
-//     socket memory (2-3 KiB) comes on top and is not in RSS.
+//   - Parked idle: about 320 bytes and no goroutine (1,080 with GoPoller,
+//     512 of them Go's poll descriptor, runtime.pollDesc, never freed to
+//     the heap, and about 300 net's netFD, TCPConn and addresses). It is
+//     the Conn with its fdConn (248 bytes, a 256-byte allocation; the
+//     fdConn is 128 of them: the descriptor and its reference count, two
+//     deadlines, two locks, the two addresses as netip.AddrPort) and the
+//     loop's slot.
+//     The kernel's socket memory (2-3 KiB) comes on top and is not in RSS.
 //   - Being served: the above plus a goroutine (its stack starts at the
 //     runtime's average stack size, 2 KiB or more) and whatever the Handler
-//     holds (the HTTP/1 server's pooled buffers).
-//   - Tunnel, idle: about 2,150 bytes for both sockets and no goroutine
-//     (two poll descriptors, two sets of net structures, the tunnel struct).
+//     holds (the HTTP/1 server's pooled buffers); a call that waits takes
+//     a pooled waiter (two channels, and a timer under a deadline).
+//   - Tunnel, idle: about 1,420 bytes for both sockets and no goroutine
+//     (2,180 with GoPoller): the client's Conn, the tunnel struct, and the
+//     upstream side, still a *net.TCPConn with its poll descriptor.
 //   - Tunnel, moving bytes: nothing more for a burst the loop copies at
 //     once; a longer one takes a goroutine and a pooled pipe (two
 //     descriptors, kernel memory) per direction, returned when the burst
@@ -88,6 +118,18 @@
 //     through a buffer.
 //   - Detached: the parked cost (the Conn stays registered so that a
 //     forced shutdown can close it) plus what the new owner holds.
+//
+// CPU per request is the same in both modes (BenchmarkKeepAlive: one
+// request and answer on a parked connection, client included: 24-25µs
+// either way on a shared 2-core box, run alternately; 2 small allocations
+// in the engine, 3 with GoPoller). A new connection costs less
+// (BenchmarkConnect: dial, one request, close, client included: about
+// 125µs against 160µs) and takes fewer system calls (the same under
+// strace -c -f, 2,000 connections with keepalive on): about 8 fewer on
+// the server side, no setsockopt (5 with GoPoller: Go sets TCP_NODELAY
+// and the keepalive options on each), no getsockname for a listener bound
+// to one address, and one epoll registration instead of two (Go's
+// poller's and the engine's).
 //
 // The engine requires Linux; elsewhere Listen returns an error.
 package engine

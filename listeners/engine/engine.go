@@ -55,6 +55,7 @@ type Engine struct {
 	h     Handler
 	log   *slog.Logger
 	lns   []*net.TCPListener
+	accs  []*acceptor // the engine's accept4 on each of lns; nil with GoPoller
 	loops []*loop
 	next  atomic.Uint32 // round-robin loop choice
 	sem   chan struct{} // MaxConns slots; nil: no limit
@@ -90,7 +91,6 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Engine, error) {
 	e := &Engine{cfg: cfg, h: h, log: log, epoch: time.Now(),
 		done: make(chan struct{}), zero: make(chan struct{}), stopped: make(chan struct{})}
 	e.SetIdleTimeout(cfg.IdleTimeout)
-	e.SetNoDelay(cfg.NoDelay)
 	if cfg.MaxConns > 0 {
 		e.sem = make(chan struct{}, cfg.MaxConns)
 	}
@@ -99,6 +99,20 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.lns = lns
+	if !cfg.GoPoller {
+		for _, ln := range lns {
+			a, err := newAcceptor(e, ln)
+			if err != nil {
+				e.closeEarly()
+				return nil, fmt.Errorf("engine: %w", err)
+			}
+			e.accs = append(e.accs, a)
+		}
+	}
+	if err := e.SetNoDelay(cfg.NoDelay); err != nil {
+		e.closeEarly()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	for range cfg.loops() {
 		l, err := newLoop(e)
 		if err != nil {
@@ -114,17 +128,38 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Engine, error) {
 // held to it from the next sweep on (0: never closed for idleness).
 func (e *Engine) SetIdleTimeout(d time.Duration) { e.idle.Store(int64(max(d, 0))) }
 
-// SetNoDelay replaces Config.NoDelay for the connections accepted after it.
-func (e *Engine) SetNoDelay(on bool) { e.noDelay.Store(on) }
+// SetNoDelay replaces Config.NoDelay for the connections accepted after
+// it: the engine's own sockets inherit it from the listening sockets.
+func (e *Engine) SetNoDelay(on bool) error {
+	e.noDelay.Store(on)
+	if e.cfg.GoPoller {
+		return nil // set on each accepted *net.TCPConn (adopt)
+	}
+	for _, ln := range e.lns {
+		if err := setNoDelay(ln, on); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (e *Engine) idleTimeout() time.Duration { return time.Duration(e.idle.Load()) }
 
 func (e *Engine) closeEarly() {
+	e.closeListeners()
+	for _, l := range e.loops {
+		l.stop()
+	}
+}
+
+// closeListeners closes the listening sockets, which ends the accept
+// loops.
+func (e *Engine) closeListeners() {
 	for _, ln := range e.lns {
 		ln.Close()
 	}
-	for _, l := range e.loops {
-		l.stop()
+	for _, a := range e.accs {
+		a.close()
 	}
 }
 
@@ -145,9 +180,13 @@ func (e *Engine) Serve() error {
 		for _, l := range e.loops {
 			l.start()
 		}
-		for _, ln := range e.lns {
+		for i, ln := range e.lns {
+			var a *acceptor
+			if e.accs != nil {
+				a = e.accs[i]
+			}
 			e.accepts.Add(1)
-			go e.acceptLoop(ln)
+			go e.acceptLoop(ln, a)
 		}
 	}
 	e.mu.Unlock()
@@ -202,9 +241,7 @@ func (e *Engine) begin() {
 	e.mu.Lock()
 	if !e.shutting.Swap(true) {
 		close(e.done)
-		for _, ln := range e.lns {
-			ln.Close()
-		}
+		e.closeListeners()
 	}
 	e.mu.Unlock()
 	e.accepts.Wait() // no connection is adopted after this

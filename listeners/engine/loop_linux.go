@@ -5,6 +5,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -17,9 +18,12 @@ import (
 
 // A loop is one epoll instance and the goroutine that waits on it. Each
 // socket is registered with EPOLLONESHOT: an event disarms it, so exactly
-// one goroutine at a time serves it, until it is armed again. The fds stay
-// registered in Go's own poller too, which does the blocking reads and
-// writes and the deadlines while a handler runs.
+// one goroutine at a time serves it, until it is armed again. The same
+// registration wakes the calls waiting on the engine's own sockets
+// (fdConn.wait) while a handler runs: it is armed for the union of what
+// the connection waits for (readable to be dispatched, readable or
+// writable for a waiting call). A *net.TCPConn (Config.GoPoller, a
+// tunnel's upstream side) waits in Go's own poller instead.
 type loop struct {
 	e      *Engine
 	epfd   int
@@ -38,9 +42,35 @@ type loop struct {
 // wakeSlot is the event data of the wake eventfd.
 const wakeSlot = -1
 
-// armEvents: readable, peer half-closed (EPOLLERR and EPOLLHUP are always
-// reported), one event per arming.
-const armEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
+// The bits of watch.waits.
+const (
+	waitIn  uint8 = 1 << dirRead
+	waitOut uint8 = 1 << dirWrite
+)
+
+// Events that end a wait in each direction.
+const (
+	inReady  = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLERR | unix.EPOLLHUP
+	outReady = unix.EPOLLOUT | unix.EPOLLERR | unix.EPOLLHUP
+)
+
+// events is what w's registration must be armed for: readable and peer
+// half-closed to be dispatched or for a waiting read, writable for a
+// waiting write (EPOLLERR and EPOLLHUP are always reported), one event per
+// arming; 0: nothing.
+func (w *watch) events() uint32 {
+	var ev uint32
+	if w.state == stArmed || w.waits&waitIn != 0 {
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if w.waits&waitOut != 0 {
+		ev |= unix.EPOLLOUT
+	}
+	if ev != 0 {
+		ev |= unix.EPOLLONESHOT
+	}
+	return ev
+}
 
 var errStopped = errors.New("event loop stopped")
 
@@ -105,10 +135,12 @@ func (l *loop) run() {
 		l.e.fail(fmt.Errorf("waiting for events: %w", err))
 		return
 	}
-	events := make([]unix.EpollEvent, 128)
+	ws := &waitState{events: make([]unix.EpollEvent, 128)}
+	ws.fn = ws.try
+	events := ws.events
 	f.SetReadDeadline(time.Now().Add(sweepEvery(l.e.idleTimeout())))
 	for {
-		n, err := l.wait(rc, events)
+		n, err := l.wait(rc, ws)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			idle := l.e.idleTimeout() // read each time: a reload may change it
@@ -141,22 +173,31 @@ func (l *loop) pollable() (*os.File, error) {
 	return os.NewFile(uintptr(fd), "epoll"), nil
 }
 
+// waitState is the loop goroutine's epoll_wait, bound once (a closure
+// made per wait would be an allocation per wake-up).
+type waitState struct {
+	events []unix.EpollEvent
+	n      int
+	err    error
+	fn     func(fd uintptr) bool
+}
+
+func (ws *waitState) try(fd uintptr) bool {
+	ws.n, ws.err = unix.EpollWait(int(fd), ws.events, 0)
+	if errors.Is(ws.err, unix.EINTR) {
+		ws.n, ws.err = 0, nil
+	}
+	return ws.n > 0 || ws.err != nil
+}
+
 // wait returns ready events, parking the goroutine in Go's poller until
 // there are some.
-func (l *loop) wait(rc syscall.RawConn, events []unix.EpollEvent) (int, error) {
-	var n int
-	var werr error
-	err := rc.Read(func(fd uintptr) bool {
-		n, werr = unix.EpollWait(int(fd), events, 0)
-		if errors.Is(werr, unix.EINTR) {
-			n, werr = 0, nil
-		}
-		return n > 0 || werr != nil
-	})
+func (l *loop) wait(rc syscall.RawConn, ws *waitState) (int, error) {
+	err := rc.Read(ws.fn)
 	if err == nil {
-		err = werr
+		err = ws.err
 	}
-	return n, err
+	return ws.n, err
 }
 
 // fire dispatches one event; false when the loop must stop.
@@ -170,17 +211,75 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 	}
 	l.mu.Lock()
 	w := l.lookup(uint32(ev.Fd), uint32(ev.Pad))
-	if w == nil || w.state != stArmed {
+	if w == nil {
 		l.mu.Unlock()
-		return true // closed or claimed since the event was queued
+		return true // closed since the event was queued
 	}
-	w.state = stBusy
-	if w.tun == nil {
-		l.unlink(w.conn)
+	var wake uint8
+	if ev.Events&inReady != 0 {
+		wake |= w.waits & waitIn
+	}
+	if ev.Events&outReady != 0 {
+		wake |= w.waits & waitOut
+	}
+	w.waits &^= wake
+	dispatch := w.state == stArmed && ev.Events&inReady != 0
+	if dispatch {
+		w.state = stBusy
+		if w.tun == nil {
+			l.unlink(w.conn)
+		}
+	}
+	if w.events() != 0 {
+		// What is still waited for: the one-shot event disarmed it all.
+		// An error here shows again at the next call on the socket.
+		w.raw.Control(func(fd uintptr) { l.ctl(w, int(fd)) })
 	}
 	l.mu.Unlock()
-	w.fire(l.buf[:])
+	if wake&waitIn != 0 {
+		w.conn.fd.wake(dirRead)
+	}
+	if wake&waitOut != 0 {
+		w.conn.fd.wake(dirWrite)
+	}
+	if dispatch {
+		w.fire(l.buf[:])
+	}
 	return true
+}
+
+// ctl arms w's registration for w.events(), under l.mu and with fd held.
+func (l *loop) ctl(w *watch, fd int) error {
+	op := unix.EPOLL_CTL_MOD
+	if !w.added {
+		op = unix.EPOLL_CTL_ADD
+	}
+	ev := unix.EpollEvent{Events: w.events(), Fd: int32(w.idx), Pad: int32(w.gen)}
+	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+		return fmt.Errorf("arming socket: %w", err)
+	}
+	w.added = true
+	return nil
+}
+
+// await registers a call on the engine's socket fd (held by the caller)
+// as waiting for direction dir; the loop wakes it (fdConn.wake) when an
+// event comes.
+func (l *loop) await(w *watch, dir int, fd int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.stopped:
+		return errStopped
+	case w.state == stClosed || w.idx == 0:
+		return net.ErrClosed
+	}
+	w.waits |= 1 << dir
+	if err := l.ctl(w, fd); err != nil {
+		w.waits &^= 1 << dir
+		return err
+	}
+	return nil
 }
 
 func (l *loop) lookup(idx, gen uint32) *watch {
@@ -225,16 +324,15 @@ func (l *loop) arm(w *watch, fd int) error {
 	case w.tun == nil && l.e.shutting.Load():
 		return errors.New("shutting down")
 	}
-	op := unix.EPOLL_CTL_MOD
-	if !w.added {
-		op = unix.EPOLL_CTL_ADD
-	}
-	ev := unix.EpollEvent{Events: armEvents, Fd: int32(w.idx), Pad: int32(w.gen)}
-	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
-		return fmt.Errorf("arming socket: %w", err)
-	}
-	w.added = true
+	prev := w.state
 	w.state = stArmed
+	if w.tun == nil {
+		w.waits = 0 // a parked connection has no call waiting: bits left by one that timed out
+	}
+	if err := l.ctl(w, fd); err != nil {
+		w.state = prev
+		return err
+	}
 	if w.tun == nil {
 		l.link(w.conn)
 	}
@@ -269,6 +367,7 @@ func (l *loop) forget(w *watch) uint8 {
 		l.unlink(w.conn)
 	}
 	w.state = stClosed
+	w.waits = 0
 	if w.idx != 0 {
 		l.slots[w.idx-1] = nil
 		l.free = append(l.free, w.idx-1)

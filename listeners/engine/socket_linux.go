@@ -85,8 +85,16 @@ type sockopt struct {
 	unlessZero bool // skip when value is 0
 }
 
+// listenOpts are set on each listening socket before bind. Accepted
+// sockets inherit them (keepalive included: the engine's own accept sets
+// nothing per connection).
 func listenOpts(cfg *Config) []sockopt {
+	ka := cfg.KeepAlive
 	return []sockopt{
+		{"SO_KEEPALIVE", unix.SOL_SOCKET, unix.SO_KEEPALIVE, boolInt(ka), true},
+		{"TCP_KEEPIDLE", unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, ifOn(ka, ceilSeconds(cfg.KeepAliveIdle)), true},
+		{"TCP_KEEPINTVL", unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, ifOn(ka, ceilSeconds(cfg.KeepAliveInterval)), true},
+		{"TCP_KEEPCNT", unix.IPPROTO_TCP, unix.TCP_KEEPCNT, ifOn(ka, cfg.KeepAliveCount), true},
 		{"SO_REUSEPORT", unix.SOL_SOCKET, unix.SO_REUSEPORT, boolInt(cfg.ReusePort), true},
 		{"SO_RCVBUF", unix.SOL_SOCKET, unix.SO_RCVBUF, cfg.RecvBuffer, true},
 		{"SO_SNDBUF", unix.SOL_SOCKET, unix.SO_SNDBUF, cfg.SendBuffer, true},
@@ -124,6 +132,29 @@ func setBacklog(ln *net.TCPListener, n int) error {
 		return fmt.Errorf("setting backlog: %w", err)
 	}
 	return nil
+}
+
+// setNoDelay sets TCP_NODELAY on a listening socket, which the sockets it
+// accepts from then on inherit.
+func setNoDelay(ln *net.TCPListener, on bool) error {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("setting TCP_NODELAY: %w", err)
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, boolInt(on)) })
+	if err = errors.Join(err, serr); err != nil {
+		return fmt.Errorf("setting TCP_NODELAY: %w", err)
+	}
+	return nil
+}
+
+// ifOn is v when on, else 0 (not set).
+func ifOn(on bool, v int) int {
+	if on {
+		return v
+	}
+	return 0
 }
 
 func boolInt(b bool) int {

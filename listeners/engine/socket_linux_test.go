@@ -32,11 +32,11 @@ func getsockopt(t *testing.T, sc syscall.Conn, opts map[string][2]int) map[strin
 }
 
 // acceptedConn returns the server side of a new connection.
-func acceptedConn(t *testing.T, cfg Config) (*Engine, *net.TCPConn) {
+func acceptedConn(t *testing.T, cfg Config) (*Engine, Socket) {
 	t.Helper()
-	conns := make(chan *net.TCPConn, 1)
+	conns := make(chan Socket, 1)
 	h := &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
-		conns <- c.TCP()
+		conns <- c.Socket()
 		return Park, true
 	}}
 	e := start(t, cfg, h)

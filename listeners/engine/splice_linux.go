@@ -57,7 +57,8 @@ func putPipe(p *pipe, empty bool) {
 
 // splicePump is pump through a pipe: it moves what direction dir's source
 // has now, then parks the source again. Writes wait for the destination
-// through Go's poller, bounded by the tunnel write timeout.
+// (on the engine's loop for the client's socket, in
+// Go's poller for up), bounded by the tunnel write timeout.
 func (t *tunnel) splicePump(dir uint8, p *pipe) {
 	src, dst := t.src(dir), t.src(1-dir)
 	empty := true

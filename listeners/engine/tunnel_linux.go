@@ -84,7 +84,7 @@ func (t *tunnel) report() {
 func startTunnel(c *Conn, r *tunnelReq) {
 	t := &tunnel{c: c, up: r.up}
 	c.engine().tunnels.Add(1)
-	c.tc.SetDeadline(time.Time{}) // RawConn.Read fails at once past a read deadline
+	c.sock.SetDeadline(time.Time{}) // RawConn.Read fails at once past a read deadline
 	t.up.SetDeadline(time.Time{})
 	if c.TLS() != nil {
 		c.Conn.SetDeadline(time.Time{})
@@ -130,7 +130,7 @@ func (t *tunnel) dst(dir uint8) net.Conn {
 	if t.c.TLS() != nil {
 		return t.c.Conn
 	}
-	return t.c.tc
+	return t.c.sock
 }
 
 // src is the socket direction dir reads.

@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"sync/atomic"
@@ -82,8 +81,8 @@ func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 			x.cert = cs.VerifiedChains[0][0]
 		}
 	}
-	x.remote = addrPort(c.RemoteAddr())
-	x.local = addrPort(c.LocalAddr())
+	x.remote = c.RemoteAddrPort()
+	x.local = c.LocalAddrPort()
 	if act, ok := x.firstRead(); !ok {
 		return act
 	}
@@ -182,13 +181,6 @@ func (x *exchange) tryRead(fd uintptr) bool {
 	n, err := syscall.Read(int(fd), x.buf[x.w:])
 	x.tryN, x.tryErr = max(n, 0), err
 	return true
-}
-
-func addrPort(a net.Addr) netip.AddrPort {
-	if t, ok := a.(*net.TCPAddr); ok {
-		return t.AddrPort()
-	}
-	return netip.AddrPort{}
 }
 
 // skipEmptyLines drops CRLFs a client sent after a request (RFC 9112 §2.2)

@@ -103,9 +103,10 @@ func (w *writer) flush() error {
 
 // send writes b to the client. One non-blocking write(2) comes first: a
 // client that keeps reading takes a response without a timer being set.
-// When the socket buffer is full the rest goes out through Go's poller
-// under the write timeout, which is cleared afterwards, so a parked
-// connection holds no timer.
+// When the socket buffer is full the rest goes out with a Write that waits
+// (on the engine's loop, or in Go's poller for a *net.TCPConn) under the
+// write timeout, which is cleared afterwards, so a parked connection holds
+// no timer.
 func (w *writer) send(b []byte) error {
 	if w.x.tls {
 		return w.slowWrite(func() error { _, err := w.x.c.Write(b); return err })
@@ -155,7 +156,7 @@ func (w *writer) fail(err error) error {
 }
 
 func (w *writer) writeVec() error {
-	_, err := w.vec.WriteTo(w.x.c.Conn) // the *net.TCPConn: writev
+	_, err := w.x.c.WriteBuffers(&w.vec) // writev on the socket
 	return err
 }
 
