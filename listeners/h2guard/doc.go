@@ -30,7 +30,11 @@
 //     empty DATA and unknown frames in a second: ENHANCE_YOUR_CALM
 //     (SETTINGS and PING floods, and rapid reset, CVE-2023-44487, where
 //     every stream costs a RST_STREAM; x/net bounds the handler
-//     goroutines of reset streams but not the connection).
+//     goroutines of reset streams but not the connection). A PING that
+//     follows a HEADERS or DATA frame the server sent is not counted:
+//     gRPC clients send one per round trip while they receive data (BDP
+//     estimation), well past 1000 a second on a fast link, and each is
+//     earned by an answer; a flood gets no answer between its PINGs.
 //   - Connection-specific header fields (Connection, Keep-Alive,
 //     Proxy-Connection, Transfer-Encoding, Upgrade) and TE other than
 //     "trailers" (RFC 9113 §8.2.2): PROTOCOL_ERROR on the connection.

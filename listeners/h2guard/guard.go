@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
@@ -334,6 +335,10 @@ type output struct {
 	hdr  [9]byte
 	nhdr int    // bytes of hdr filled
 	rem  uint32 // payload bytes left of the current frame
+	// served is set when the server writes a HEADERS or DATA frame, and
+	// taken by the next PING the client sends (input.scan): see
+	// pingEarned.
+	served atomic.Bool
 }
 
 func (o *output) atBoundary() bool { return o.nhdr == 0 && o.rem == 0 }
@@ -379,6 +384,9 @@ func (o *output) advance(p []byte) {
 		if o.nhdr == 9 {
 			o.rem = uint32(o.hdr[0])<<16 | uint32(o.hdr[1])<<8 | uint32(o.hdr[2])
 			o.nhdr = 0
+			if t := o.hdr[3]; t == frameData || t == frameHeaders {
+				o.served.Store(true)
+			}
 		}
 	}
 }

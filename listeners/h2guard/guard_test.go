@@ -365,3 +365,38 @@ func TestValidWireName(t *testing.T) {
 		}
 	}
 }
+
+// TestPingEarnedByAnswers: a PING that follows a HEADERS or DATA frame
+// the server wrote is not counted against MaxControlPerSecond (a gRPC
+// client's BDP PINGs, one per round trip while it receives data), while
+// PINGs with only control frames (a SETTINGS ack) between them still
+// are. Virtual time: all of it in one second.
+func TestPingEarnedByAnswers(t *testing.T) {
+	ping := frames(t, func(fr *http2.Framer, _ func(...string) []byte) { fr.WritePing(false, [8]byte{}) })[len(http2.ClientPreface):]
+	var data, ack bytes.Buffer
+	http2.NewFramer(&data, nil).WriteData(1, false, []byte("answer"))
+	http2.NewFramer(&ack, nil).WriteSettingsAck()
+	for _, tc := range []struct {
+		desc   string
+		server []byte // written by the server before each PING
+		bad    bool
+	}{
+		{desc: "a DATA frame before each PING", server: data.Bytes()},
+		{desc: "a SETTINGS ack before each PING", server: ack.Bytes(), bad: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newConn(nil, Config{})
+				g.in.skip = 0
+				var v *Violation
+				for i := 0; i < 3000 && v == nil; i++ {
+					g.out.advance(tc.server)
+					_, v = g.in.scan(ping)
+				}
+				if (v != nil) != tc.bad {
+					t.Errorf("3000 PINGs in a second: violation %v, want one: %v", v, tc.bad)
+				}
+			})
+		})
+	}
+}

@@ -134,7 +134,11 @@ func (in *input) header() *Violation {
 		if in.blockBytes > 2*in.g.cfg.MaxHeaderBytes {
 			return &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeadTooLarge, Reason: "header block too large"}
 		}
-	case frameSettings, framePing:
+	case framePing:
+		if in.flags&flagAck == 0 && !in.g.out.served.Swap(false) {
+			return in.control()
+		}
+	case frameSettings:
 		if in.flags&flagAck == 0 {
 			return in.control()
 		}
