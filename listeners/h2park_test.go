@@ -12,7 +12,6 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/testutil"
 )
 
@@ -154,5 +153,3 @@ func TestH2TLSParkedManyStreams(t *testing.T) {
 	})
 	waitParked(t, e.s, 1)
 }
-
-var _ = conf.Listener{}

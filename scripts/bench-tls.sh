@@ -343,15 +343,15 @@ measure_idle() {
 
 	# The client holds the connections until its stdin ends: fd 7 is the
 	# only writer of the fifo, closed below to release them.
-	mkfifo "$d/hold.fifo"
-	exec 7<>"$d/hold.fifo"
+	mkfifo "$d/hold-$proto.fifo"
+	exec 7<>"$d/hold-$proto.fifo"
 	taskset -c 1 "$TLSLOAD" -mode idle ${h2flag:+"$h2flag"} -addr "127.0.0.1:$port" -n "$IDLE_N" -c 64 \
-		-hold 300s -open-timeout 120s <"$d/hold.fifo" 7>&- >"$d/client.out" 2>"$d/client.err" &
+		-hold 300s -open-timeout 120s <"$d/hold-$proto.fifo" 7>&- >"$d/client-$proto.out" 2>"$d/client-$proto.err" &
 	cpid=$!
 	STARTED_PIDS+=("$cpid")
 	ready=""
 	for ((i = 0; i < 1300; i++)); do # <= 130 s
-		ready=$(grep '^READY' "$d/client.out" 2>/dev/null || true)
+		ready=$(grep '^READY' "$d/client-$proto.out" 2>/dev/null || true)
 		[[ -n $ready ]] && break
 		kill -0 "$cpid" 2>/dev/null || break
 		sleep 0.1
@@ -360,7 +360,7 @@ measure_idle() {
 		exec 7>&-
 		stop_pid "$cpid"
 		stop_server
-		note="FAILED: client never got all connections open: $(head -c 300 "$d/client.err" | tr '\n\t' '  ')"
+		note="FAILED: client never got all connections open: $(head -c 300 "$d/client-$proto.err" | tr '\n\t' '  ')"
 		printf '%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\n' "$name" "$IDLE_N" "$note" "$proto" >>"$IDLE_TSV"
 		log "$name: $note"
 		return 0
@@ -371,16 +371,16 @@ measure_idle() {
 	kill -0 "$SERVER_PID" 2>/dev/null || note="server died; "
 	exec 7>&- # stdin EOF: the client probes a sample, then resets them all
 	for ((i = 0; i < 600; i++)); do
-		grep -q '^CLOSED' "$d/client.out" 2>/dev/null && break
+		grep -q '^CLOSED' "$d/client-$proto.out" 2>/dev/null && break
 		kill -0 "$cpid" 2>/dev/null || break
 		sleep 0.1
 	done
 	stop_pid "$cpid"
-	probe=$(sed -nE 's/^PROBE ok=([0-9]+) of=([0-9]+).*/\1\/\2/p' "$d/client.out")
+	probe=$(sed -nE 's/^PROBE ok=([0-9]+) of=([0-9]+).*/\1\/\2/p' "$d/client-$proto.out")
 	grep -qiE 'panic|fatal' "$d"/stdout.log 2>/dev/null && note="${note}server log has panic/fatal (see $d); "
 	stop_server
 	opened=$(field ok "$ready") failed=$(field failed "$ready") secs=$(field secs "$ready")
-	((failed == 0)) || note="$note$failed connections failed: $(head -c 200 "$d/client.err" | tr '\n\t' '  '); "
+	((failed == 0)) || note="$note$failed connections failed: $(head -c 200 "$d/client-$proto.err" | tr '\n\t' '  '); "
 	((est >= opened)) || note="${note}only $est of $opened established at measurement; "
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$IDLE_N" "$opened" "$failed" "$secs" \
 		"$rb" "$ra" "$(((ra - rb) * 1024 / (opened > 0 ? opened : 1)))" \

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
@@ -25,16 +26,13 @@ type conn struct {
 	cfg *Config
 	nc  net.Conn
 
-	remote, local netip.AddrPort
-	serverName    string
-	clientCert    *x509.Certificate
-	tlsVersion    uint16
-	tls           bool
+	serverName string
+	clientCert *x509.Certificate
+	tlsVersion uint16
+	tls        bool
 
 	// reader
-	*active       // nil while parked
-	prefaced bool // the client's preface was read
-	ctl      int32
+	*active  // nil while parked
 	dec      *hpack.Decoder
 	ctlStart time.Duration // since epoch: a parked connection keeps 8 bytes, not 24
 
@@ -44,18 +42,20 @@ type conn struct {
 	streams    map[uint32]*stream
 	maxStream  uint32 // highest stream the client opened
 	goAwayLast uint32
-	open       int           // streams in streams not reset
-	handlers   int           // handler goroutines running
-	out        []byte        // frames for the writer
-	sendWindow int64         // the connection's send window
-	initWindow int64         // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerFrame  int           // the client's SETTINGS_MAX_FRAME_SIZE
-	recvWindow int64         // what the client may still send on the connection
-	unacked    int64         // connection window consumed and not yet granted back
-	broken     error         // the connection failed: every stream's writes fail
-	idleSince  time.Duration // since epoch: when the last stream closed
-	recent     [32]uint32    // streams lately reset by this side: their frames are ignored
+	open       int          // streams in streams not reset
+	handlers   int          // handler goroutines running
+	out        []byte       // frames for the writer
+	sendWindow int64        // the connection's send window
+	initWindow int64        // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerFrame  int          // the client's SETTINGS_MAX_FRAME_SIZE
+	recvWindow int64        // what the client may still send on the connection
+	unacked    int64        // connection window consumed and not yet granted back
+	broken     error        // the connection failed: every stream's writes fail
+	idleSince  atomic.Int64 // since epoch: when the last stream closed (atomic: the idle sweep reads it)
+	recent     [32]uint32   // streams lately reset by this side: their frames are ignored
 	nrecent    uint32
+	ctl        int32         // reader
+	prefaced   bool          // reader: the client's preface was read
 	deadline   uint8         // the read deadline armed: dlNone, dlIdle, dlHeader, dlWake, dlPark
 	goingAway  bool          // GOAWAY sent: no new streams
 	closing    bool          // the writer ends once out is written
@@ -66,10 +66,11 @@ type conn struct {
 
 	// Parking (park.go): an engine connection with no stream waits on
 	// the engine's epoll loop with no goroutine and no read buffer.
-	ec        *engine.Conn // nil: served by ServeConn, never parked
-	idleTimer *time.Timer  // while parked: the idle timeout's GOAWAY
-	parked    bool         // waiting on the engine; whoever clears it serves or ends it
-	inPark    bool         // the reader is deciding whether to park
+	ec                 *engine.Conn // nil: served by ServeConn, never parked
+	prevIdle, nextIdle *conn        // the server's idle list, while parked (s.idle.mu)
+	parked             bool         // waiting on the engine; whoever clears it serves or ends it
+	inPark             bool         // the reader is deciding whether to park
+	inIdle             bool         // on the idle list (s.idle.mu)
 }
 
 // The read deadline's purpose.
@@ -92,7 +93,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		sendWindow: defaultWindow, initWindow: defaultWindow, peerFrame: defaultFrameSize,
 		recvWindow: connWindow}
 	c.sendCond.L, c.wcond.L = &c.mu, &c.mu
-	c.remote, c.local = addrPort(nc.RemoteAddr()), addrPort(nc.LocalAddr())
+	c.setAddrs()
 	if cs, ok := nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
 		st := cs.ConnectionState()
 		c.tls, c.tlsVersion, c.serverName = true, st.Version, st.ServerName
@@ -103,6 +104,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.dec = hpack.NewDecoder(4096, c.emit)
 	c.dec.SetMaxStringLength(HardHeaderFactor * c.cfg.MaxHeaderBytes)
 	return c
+}
+
+// setAddrs notes the connection's addresses in its active state, for
+// its requests.
+func (c *conn) setAddrs() {
+	c.remote, c.local = addrPort(c.nc.RemoteAddr()), addrPort(c.nc.LocalAddr())
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -356,7 +363,7 @@ func (c *conn) armIdleLocked() {
 		c.nc.SetReadDeadline(time.Now())
 		return
 	case c.cfg.IdleTimeout > 0:
-		c.idleSince = time.Since(epoch)
+		c.idleSince.Store(int64(time.Since(epoch)))
 		if c.deadline != dlIdle {
 			c.deadline = dlIdle
 			c.nc.SetReadDeadline(c.idleDeadline())
@@ -367,7 +374,7 @@ func (c *conn) armIdleLocked() {
 
 // idleDeadline is when the idle timeout ends an idle connection.
 func (c *conn) idleDeadline() time.Time {
-	return epoch.Add(c.idleSince + c.cfg.IdleTimeout)
+	return epoch.Add(time.Duration(c.idleSince.Load()) + c.cfg.IdleTimeout)
 }
 
 // busyLocked is a stream opening; the idle deadline stays (see
@@ -386,7 +393,7 @@ func (c *conn) rearmIdle() bool {
 	switch {
 	case len(c.streams) > 0:
 		c.nc.SetReadDeadline(now.Add(c.cfg.IdleTimeout))
-	case time.Since(epoch)-c.idleSince < c.cfg.IdleTimeout:
+	case time.Since(epoch)-time.Duration(c.idleSince.Load()) < c.cfg.IdleTimeout:
 		c.nc.SetReadDeadline(c.idleDeadline())
 	default:
 		return false

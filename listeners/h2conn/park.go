@@ -3,12 +3,12 @@ package h2conn
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
 
@@ -80,11 +80,10 @@ func (c *conn) resume() engine.Action {
 		return engine.Detach
 	}
 	c.parked = false
-	if c.idleTimer != nil {
-		c.idleTimer.Stop() // one that already fired finds c not parked
-	}
+	c.s.idle.unlink(c)
 	c.streams = map[uint32]*stream{}
 	c.active = getActive()
+	c.setAddrs()
 	c.restoreDeadlineLocked()
 	c.mu.Unlock()
 	return c.served(c.loop)
@@ -173,13 +172,8 @@ func (c *conn) tryPark() bool {
 	c.unpinDecoder()
 	putActive(c.active)
 	c.active, c.out, c.streams, c.writerDone = nil, nil, nil, nil
-	if t := c.cfg.IdleTimeout; t > 0 {
-		d := time.Until(c.idleDeadline()) - idleMargin(t)
-		if c.idleTimer == nil {
-			c.idleTimer = time.AfterFunc(d, c.idleFired)
-		} else {
-			c.idleTimer.Reset(d)
-		}
+	if c.cfg.IdleTimeout > 0 {
+		c.s.idle.link(c)
 	}
 	return true
 }
@@ -211,23 +205,6 @@ func (c *conn) probe() bool {
 // buffered.
 var longAgo = time.Unix(1, 0)
 
-// idleMargin is how much before the idle timeout a parked connection's
-// GOAWAY goes out: the engine closes parked connections idle that long
-// itself, without a GOAWAY, and this side must come first.
-func idleMargin(t time.Duration) time.Duration { return min(t/16, 250*time.Millisecond) }
-
-// idleFired is the idle timeout of a parked connection: GOAWAY, then
-// close.
-func (c *conn) idleFired() {
-	defer panics.Recover("h2 idle timeout")
-	c.mu.Lock()
-	claimed := c.claimParkedLocked()
-	c.mu.Unlock()
-	if claimed {
-		c.endClaimed(codeNo)
-	}
-}
-
 // claimParkedLocked takes a parked connection for the caller, which must
 // then end it (endClaimed); a dispatch meanwhile returns Detach. c.mu is
 // held.
@@ -236,9 +213,7 @@ func (c *conn) claimParkedLocked() bool {
 		return false
 	}
 	c.parked = false
-	if c.idleTimer != nil {
-		c.idleTimer.Stop()
-	}
+	c.s.idle.unlink(c)
 	return true
 }
 
@@ -252,12 +227,14 @@ func (c *conn) endClaimed(code uint32) {
 
 // active is what a connection holds only while it is served, not
 // parked: the read buffer, which holds a frame of the default size
-// (larger only while a larger frame is read), and the header block being
-// read.
+// (larger only while a larger frame is read), the header block being
+// read and the connection's addresses (read again from the socket on
+// a resume).
 type active struct {
-	rbuf []byte
-	r, w int
-	hb   headerBlock
+	rbuf          []byte
+	r, w          int
+	hb            headerBlock
+	remote, local netip.AddrPort
 }
 
 // actives are the active states of parked connections, for the next to

@@ -105,12 +105,14 @@ type Server struct {
 	work     chan *stream  // idle workers take streams from it
 	quit     chan struct{} // closed by Shutdown: idle workers end
 	quitOnce sync.Once
+	idle     idleList // parked connections, for their idle timeout
 }
 
 // New returns a server with cfg, defaults filled in.
 func New(cfg Config) *Server {
 	s := &Server{cfg: cfg.withDefaults(), conns: map[*conn]struct{}{}, work: make(chan *stream), quit: make(chan struct{})}
 	s.gone = sync.NewCond(&s.mu)
+	s.idle.s = s
 	return s
 }
 
