@@ -499,6 +499,9 @@ func (c *conn) writeLoop() {
 	var wdl time.Time // the write deadline as last set
 	c.mu.Lock()
 	done := c.writerDone
+	if c.active != nil {
+		buf, c.spareW = c.spareW[:0], nil
+	}
 	for {
 		c.writing = false
 		if len(c.out) == 0 {
@@ -509,6 +512,9 @@ func (c *conn) writeLoop() {
 		}
 		if len(c.out) == 0 || c.broken != nil {
 			c.writerOn = false
+			if c.active != nil {
+				c.spareW = buf[:0] // for the next writer
+			}
 			c.mu.Unlock()
 			close(done)
 			return

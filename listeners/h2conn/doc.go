@@ -58,10 +58,12 @@
 // it reading, as the HTTP/1 server does (listeners/http1).
 //
 // A parked connection has no goroutine to notice its idle timeout or a
-// shutdown: a timer per parked connection sends the idle GOAWAY (an
-// IdleTimeout/16, at most 250ms, before the engine would close the
-// connection itself without one), and Shutdown claims every parked
-// connection and sends its GOAWAY from a goroutine of its own. Whoever
+// shutdown. The server keeps its parked connections in park order, and
+// one timer, running while any is parked, sends the idle GOAWAY from a
+// goroutine of its own to those idle past the timeout less a margin
+// (IdleTimeout/16, at most 250ms: the engine closes a connection parked
+// for the timeout itself, without a GOAWAY). Shutdown claims every
+// parked connection and sends its GOAWAY the same way. Whoever
 // claims a parked connection (under the connection's lock) ends it; an
 // engine dispatch that finds it claimed returns engine.Detach.
 //
@@ -100,15 +102,15 @@
 // handshake and one GET answered, RSS growth after a GC and
 // debug.FreeOSMemory; busy 2-core box, Go 1.26):
 //
-//   - Parked, over TLS: about 10.5 KB of RSS and no goroutine, against
+//   - Parked, over TLS: about 9.9 KB of RSS and no goroutine, against
 //     30.1 KB and two goroutines before parking (an HTTP/1.1 connection
-//     over TLS: 9.1 KB). All but about 1.1 KB of it is the engine's
-//     (1.1 KB: the poll descriptor, net's structures) and crypto/tls's
-//     (the tls.Conn, the AES-GCM states both ways, the buffers its
-//     handshake grew); this package's part is the conn (576 bytes), the
-//     HPACK decoder and the dynamic table the client filled (up to 4 KiB
-//     of fields: a browser's user-agent and cookies), and the idle
-//     timer.
+//     over TLS: 9.0 KB). All but about 1 KB of it is the engine's (the
+//     poll descriptor, net's structures) and crypto/tls's (the tls.Conn,
+//     the AES-GCM states both ways, the buffers its handshake grew);
+//     this package's part is the conn (512 bytes), the HPACK decoder
+//     (160 bytes) and the dynamic table the client filled (up to 4 KiB
+//     of fields: a browser's user-agent and cookies; none in the
+//     measurement but an :authority).
 //   - Served (a stream open, or frames being read or written): the above
 //     plus the dispatch goroutine that runs the read loop, the writer
 //     goroutine, a pooled read buffer of 16 KiB (more only while a

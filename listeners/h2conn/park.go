@@ -81,8 +81,12 @@ func (c *conn) resume() engine.Action {
 	}
 	c.parked = false
 	c.s.idle.unlink(c)
-	c.streams = map[uint32]*stream{}
 	c.active = getActive()
+	c.streams, c.out = c.spareStreams, c.spareOut
+	c.spareStreams, c.spareOut = nil, nil
+	if c.streams == nil {
+		c.streams = map[uint32]*stream{}
+	}
 	c.setAddrs()
 	c.restoreDeadlineLocked()
 	c.mu.Unlock()
@@ -170,6 +174,7 @@ func (c *conn) tryPark() bool {
 	}
 	c.parked = true
 	c.unpinDecoder()
+	c.spareStreams, c.spareOut = c.streams, c.out[:0] // both empty
 	putActive(c.active)
 	c.active, c.out, c.streams, c.writerDone = nil, nil, nil, nil
 	if c.cfg.IdleTimeout > 0 {
@@ -230,12 +235,22 @@ func (c *conn) endClaimed(code uint32) {
 // (larger only while a larger frame is read), the header block being
 // read and the connection's addresses (read again from the socket on
 // a resume).
+//
+// It also keeps, for the next connection served, the empty stream map
+// and the output buffers of the last one that parked: a connection that
+// parks between requests does not make them again each time.
 type active struct {
 	rbuf          []byte
 	r, w          int
 	hb            headerBlock
 	remote, local netip.AddrPort
+	spareStreams  map[uint32]*stream
+	spareOut      []byte // c.out's buffer
+	spareW        []byte // the writer's buffer, left when it ended
 }
+
+// maxSpare bounds an output buffer kept for the next connection.
+const maxSpare = 16 << 10
 
 // actives are the active states of parked connections, for the next to
 // be served.
@@ -252,7 +267,17 @@ func putActive(a *active) {
 	if cap(rbuf) != frameHeaderLen+defaultFrameSize {
 		rbuf = getReadBuf()
 	}
-	*a = active{rbuf: rbuf[:cap(rbuf)]}
+	sm, so, sw := a.spareStreams, a.spareOut, a.spareW
+	if len(sm) != 0 {
+		sm = nil
+	}
+	if cap(so) > maxSpare {
+		so = nil
+	}
+	if cap(sw) > maxSpare {
+		sw = nil
+	}
+	*a = active{rbuf: rbuf[:cap(rbuf)], spareStreams: sm, spareOut: so, spareW: sw}
 	actives.Put(a)
 }
 
