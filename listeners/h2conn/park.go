@@ -95,10 +95,12 @@ func (c *conn) resume() engine.Action {
 
 // parkableLocked reports whether the connection has nothing going on
 // that needs its goroutines: no stream, no handler, nothing to write, no
-// header block open, no shutdown or close begun. c.mu is held.
+// shutdown or close begun. c.mu is held. An open header block is the
+// reader's to see (c.hb is not under c.mu): loop looks at it before
+// tryPark, and a wake-up during one only costs the reader a read again.
 func (c *conn) parkableLocked() bool {
 	return c.ec != nil && c.prefaced && c.active != nil && len(c.streams) == 0 && c.handlers == 0 && len(c.out) == 0 && !c.writing &&
-		!c.hb.open && !c.goingAway && !c.closing && c.broken == nil
+		!c.goingAway && !c.closing && c.broken == nil
 }
 
 // wakeToParkLocked wakes the reader out of its blocking read when the
