@@ -48,8 +48,8 @@ func TestIdleTLSCost(t *testing.T) {
 		proto string
 		limit int64 // bytes per connection
 	}{
-		{proto: "http/1.1", limit: 12 << 10},
-		{proto: "h2", limit: 12 << 10},
+		{proto: "http/1.1", limit: 10 << 10},
+		{proto: "h2", limit: 11 << 10}, // 30 KB and two goroutines before parking; about 10 KB since
 	} {
 		t.Run(tc.proto, func(t *testing.T) {
 			ch := startCostChild(t)

@@ -15,9 +15,9 @@ import (
 )
 
 // BenchmarkH2TLSServerGET is BenchmarkH2ServerGET over TLS (ALPN h2) on
-// edgeway's own server: one GET at a time, so that the connection goes
-// idle after each answer and is parked and woken again each request, and
-// 16 at a time.
+// edgeway's own server: one GET at a time (the connection is idle after
+// each answer, but not for the park grace: it is not parked between
+// them), and 16 at a time.
 func BenchmarkH2TLSServerGET(b *testing.B) {
 	b.Run("1", func(b *testing.B) { benchH2TLSServerGET(b, 1) })
 	b.Run("16_in_flight", func(b *testing.B) { benchH2TLSServerGET(b, 16) })

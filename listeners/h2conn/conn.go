@@ -56,6 +56,7 @@ type conn struct {
 	nrecent    uint32
 	ctl        int32         // reader
 	prefaced   bool          // reader: the client's preface was read
+	parkDue    bool          // reader: idle for parkGrace, park if still idle
 	deadline   uint8         // the read deadline armed: dlNone, dlIdle, dlHeader, dlWake, dlPark
 	goingAway  bool          // GOAWAY sent: no new streams
 	closing    bool          // the writer ends once out is written
@@ -150,8 +151,15 @@ func (c *conn) start() bool {
 // for an engine connection, goes idle and parks (Park).
 func (c *conn) loop() engine.Action {
 	for {
-		if c.ec != nil && c.r == c.w && !c.hb.open && c.tryPark() {
-			return engine.Park
+		if c.ec != nil && c.r == c.w && !c.hb.open {
+			if c.parkDue {
+				c.parkDue = false
+				if c.tryPark() {
+					return engine.Park
+				}
+			} else {
+				c.armPark()
+			}
 		}
 		fh, p, err := c.readFrame()
 		if err != nil && isTimeout(err) && (c.parkWoken() || !c.hb.open && c.rearmIdle()) {

@@ -88,6 +88,10 @@ func (c *conn) resume() engine.Action {
 		c.streams = map[uint32]*stream{}
 	}
 	c.setAddrs()
+	c.deadline = dlNone
+	if c.cfg.IdleTimeout > 0 {
+		c.deadline = dlIdle
+	}
 	c.restoreDeadlineLocked()
 	c.mu.Unlock()
 	return c.served(c.loop)
@@ -103,15 +107,33 @@ func (c *conn) parkableLocked() bool {
 		!c.goingAway && !c.closing && c.broken == nil
 }
 
-// wakeToParkLocked wakes the reader out of its blocking read when the
-// connection went idle (the last stream ended, or the writer sent the
-// last frames), so that it parks. c.mu is held.
+// parkGrace is how long a connection stays idle before it parks: a
+// client that sends its next request within it (one request after
+// another) costs no park and wake-up each.
+const parkGrace = 100 * time.Millisecond
+
+// wakeToParkLocked has the reader's blocking read end parkGrace from now
+// (or at the idle timeout, when that comes first) when the connection
+// went idle (the last stream ended, the writer sent the last frames, the
+// reader read everything), so that it parks if it is still idle then.
+// c.mu is held.
 func (c *conn) wakeToParkLocked() {
 	if c.inPark || c.deadline == dlPark || c.deadline == dlWake || c.deadline == dlHeader || !c.parkableLocked() {
 		return
 	}
+	at := time.Now().Add(parkGrace)
+	if c.cfg.IdleTimeout > 0 && c.idleDeadline().Before(at) {
+		at = c.idleDeadline()
+	}
 	c.deadline = dlPark
-	c.nc.SetReadDeadline(time.Now())
+	c.nc.SetReadDeadline(at)
+}
+
+// armPark is wakeToParkLocked for the reader, which read all there was.
+func (c *conn) armPark() {
+	c.mu.Lock()
+	c.wakeToParkLocked()
+	c.mu.Unlock()
 }
 
 // parkWoken handles a read that timed out: true when wakeToParkLocked
@@ -127,6 +149,7 @@ func (c *conn) parkWoken() bool {
 		c.deadline = dlIdle
 	}
 	c.restoreDeadlineLocked()
+	c.parkDue = true
 	return true
 }
 
