@@ -28,7 +28,8 @@ import (
 // HTTP: the PROXY protocol header, and on a TLS listener the ClientHello
 // peek, passthrough or handshake, and the choice of HTTP/1 or HTTP/2 by
 // ALPN. It runs on a connection's first dispatch only; later dispatches
-// of a terminated connection go straight to the HTTP/1 server (the
+// of a terminated connection go straight to the HTTP/2 server when it
+// parked the connection (h2conn.Resume), else to the HTTP/1 server (the
 // connection's stream is then the TLS layer, engine.Conn.TLS).
 //
 // Nothing of the client's stream is consumed before it is needed: the
