@@ -91,7 +91,8 @@ func (l *idleList) sweep() {
 	// Not under l.mu: a connection's lock comes first (link, unlink).
 	for _, c := range due {
 		c.mu.Lock()
-		claimed := c.claimParkedLocked()
+		// It may have been served and parked again since: look again.
+		claimed := time.Duration(c.idleSince.Load()) <= cutoff && c.claimParkedLocked()
 		c.mu.Unlock()
 		if claimed {
 			panics.Go("h2 idle goaway", func() { c.endClaimed(codeNo) })
