@@ -140,7 +140,7 @@ func (f *h2Front) serve(c net.Conn) {
 // on a goroutine of its own (detached), run by detached.
 func (f *h2Front) serveEngine(c *engine.Conn, tc *tls.Conn, detached func(*engine.Conn, *tls.Conn)) engine.Action {
 	if f.own != nil {
-		return f.own.ServeEngine(c, tc)
+		return f.own.ServeEngine(c, tc, nil)
 	}
 	panics.Go("h2 connection", func() { detached(c, tc) })
 	return engine.Detach
@@ -179,6 +179,13 @@ func newH2Fronts(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused
 
 // serve serves c on the current front.
 func (fs *h2Fronts) serve(c net.Conn) { fs.cur.Load().serve(c) }
+
+// serveH2C serves an h2c connection on its engine dispatch, pre the
+// bytes the HTTP/1 server read of it (edgeway's own server only: it
+// parks the connection while idle).
+func (fs *h2Fronts) serveH2C(c *engine.Conn, pre []byte) engine.Action {
+	return fs.cur.Load().own.ServeEngine(c, c.Conn, pre)
+}
 
 // serveEngine serves a TLS connection on the current front.
 func (fs *h2Fronts) serveEngine(c *engine.Conn, tc *tls.Conn, detached func(*engine.Conn, *tls.Conn)) engine.Action {

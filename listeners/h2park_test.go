@@ -153,3 +153,19 @@ func TestH2TLSParkedManyStreams(t *testing.T) {
 	})
 	waitParked(t, e.s, 1)
 }
+
+// TestH2CParksIdle: an h2c connection (prior knowledge, handed over by
+// the HTTP/1 server) is parked while idle too, and served again.
+func TestH2CParksIdle(t *testing.T) {
+	s := start(t, testConfig(), okHandler())
+	hc := dialH2(t, s.Addr().String())
+	waitParked(t, s, 1)
+	for _, id := range []uint32{1, 3} {
+		hc.request(id, true, ":path", "/h2c", "x-custom", "same value each time")
+		ev := hc.readUntil(ioTimeout, answered(id))
+		if r := ev.streams[id]; r == nil || r.status != "200" || string(r.body) != "HTTP/2.0 /h2c" {
+			t.Fatalf("stream %d: %+v (goaway %v, closed %v)", id, r, ev.goaway, ev.closed)
+		}
+		waitParked(t, s, 1)
+	}
+}

@@ -3,13 +3,12 @@
 // over TLS, and hands each request to the router as edgeway's own
 // request type (internal/httpmsg): the header block is decoded straight
 // into the request's field list, with no http.Header map and no
-// *http.Request. A connection over TLS idle for 100ms is parked on the
-// connection engine's epoll loop (ServeEngine, Resume) with no goroutine
-// and no buffer; the tradeoff: it holds both for those 100ms, so that a
-// client sending one request after another pays no park and wake-up (a
-// writer goroutine started again, an engine dispatch) each. h2c
-// connections (ServeConn, handed over by the HTTP/1 server) are not
-// parked yet: they keep their read loop and writer while idle.
+// *http.Request. A connection idle for 100ms, over TLS or h2c, is parked
+// on the connection engine's epoll loop (ServeEngine, Resume) with no
+// goroutine and no buffer; the tradeoff: it holds both for those 100ms,
+// so that a client sending one request after another pays no park and
+// wake-up (a writer goroutine started again, an engine dispatch) each.
+// ServeConn serves a plain net.Conn, never parked.
 //
 // # Shape
 //
@@ -124,5 +123,5 @@
 //     larger frame, up to max_frame_size, is read) and the write
 //     buffers, which grow with what was queued. A stream buffers at most
 //     its window of request body.
-//   - h2c (not parked): open or idle, the served figure.
+//   - h2c: the same less crypto/tls's part, parked or served.
 package h2conn

@@ -13,16 +13,22 @@ import (
 )
 
 // ServeEngine serves an HTTP/2 connection of the connection engine (its
-// first dispatch): nc is c's stream about to carry the client's preface,
-// typically the TLS layer after ALPN chose h2. It returns engine.Park
+// first dispatch): nc is c's stream about to carry the client's preface
+// (the TLS layer after ALPN chose h2, or for h2c the socket), pre the
+// bytes of it already read (copied; for h2c, the preface the HTTP/1
+// server recognised and what came with it). It returns engine.Park
 // when the connection has no stream left (its goroutines and read buffer
 // given back, see the package doc), engine.Close when it ended, and
 // engine.Detach when another goroutine took it over (a graceful shutdown
 // or the idle timeout ending it). c.Conn is replaced by a wrapper of nc
 // that Resume recognises; later dispatches must go to Resume.
-func (s *Server) ServeEngine(c *engine.Conn, nc net.Conn) engine.Action {
+func (s *Server) ServeEngine(c *engine.Conn, nc net.Conn, pre []byte) engine.Action {
 	hc := newConn(s, nc)
 	hc.ec = c
+	if len(pre) > len(hc.rbuf) {
+		hc.rbuf = make([]byte, len(pre))
+	}
+	hc.w = copy(hc.rbuf, pre)
 	c.Conn = &parkable{Conn: nc, c: hc}
 	s.add(hc)
 	return hc.served(func() engine.Action {
