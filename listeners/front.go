@@ -18,6 +18,7 @@ import (
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/listeners/engine"
+	"github.com/edgeway/edgeway/listeners/h2conn"
 	"github.com/edgeway/edgeway/listeners/http1"
 	"github.com/edgeway/edgeway/listeners/proxyproto"
 	"github.com/edgeway/edgeway/listeners/sniff"
@@ -27,7 +28,8 @@ import (
 // HTTP: the PROXY protocol header, and on a TLS listener the ClientHello
 // peek, passthrough or handshake, and the choice of HTTP/1 or HTTP/2 by
 // ALPN. It runs on a connection's first dispatch only; later dispatches
-// of a terminated connection go straight to the HTTP/1 server (the
+// of a terminated connection go straight to the HTTP/2 server when it
+// parked the connection (h2conn.Resume), else to the HTTP/1 server (the
 // connection's stream is then the TLS layer, engine.Conn.TLS).
 //
 // Nothing of the client's stream is consumed before it is needed: the
@@ -96,6 +98,9 @@ func newFront(cfg conf.Listener, p protocolSet, s *Server, o Options, log *slog.
 // Serve runs the stages on a connection's first dispatch, then HTTP.
 func (f *front) Serve(c *engine.Conn) engine.Action {
 	if !c.Fresh() {
+		if a, ok := h2conn.Resume(c); ok {
+			return a // a parked HTTP/2 connection
+		}
 		return f.h1.Serve(c)
 	}
 	nc := net.Conn(c.Socket())
@@ -203,8 +208,7 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 		tc.Close()
 		return engine.Close
 	case st.NegotiatedProtocol == "h2" && f.h2 != nil:
-		go f.serveH2(c, tc)
-		return engine.Detach
+		return f.h2.serveEngine(c, tc, f.serveH2)
 	case !f.p.http1:
 		f.refuse(httpmsg.ProtoTLS, 0, httpmsg.ReasonNoCommonProtocol, remote, nil)
 		tc.Close()
@@ -214,7 +218,8 @@ func (f *front) serveTLS(c *engine.Conn, nc net.Conn) engine.Action {
 	return f.h1.Serve(c)
 }
 
-// serveH2 serves an HTTP/2 connection over TLS until it ends.
+// serveH2 serves an HTTP/2 connection over TLS until it ends, on a
+// goroutine of its own (h2_server xnet).
 func (f *front) serveH2(c *engine.Conn, tc *tls.Conn) {
 	defer func() {
 		if v := recover(); v != nil && !panics.IsAbort(v) {

@@ -2,6 +2,7 @@ package listeners
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/internal/stdhttp"
+	"github.com/edgeway/edgeway/listeners/engine"
 	"github.com/edgeway/edgeway/listeners/h2conn"
 	"github.com/edgeway/edgeway/listeners/h2guard"
 )
@@ -131,6 +134,18 @@ func (f *h2Front) serve(c net.Conn) {
 	srv.ServeConn(g, &http2.ServeConnOpts{BaseConfig: f.base, Handler: f.base.Handler})
 }
 
+// serveEngine serves an HTTP/2 connection over TLS on its engine
+// dispatch: edgeway's own server parks it on the engine while it has no
+// stream (h2conn.Resume serves its later dispatches); x/net's holds it
+// on a goroutine of its own (detached), run by detached.
+func (f *h2Front) serveEngine(c *engine.Conn, tc *tls.Conn, detached func(*engine.Conn, *tls.Conn)) engine.Action {
+	if f.own != nil {
+		return f.own.ServeEngine(c, tc, nil)
+	}
+	panics.Go("h2 connection", func() { detached(c, tc) })
+	return engine.Detach
+}
+
 // shutdown sends GOAWAY on every connection (the h2 server's graceful
 // shutdown hooks; base has no listener of its own).
 func (f *h2Front) shutdown(ctx context.Context) {
@@ -164,6 +179,18 @@ func newH2Fronts(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, refused
 
 // serve serves c on the current front.
 func (fs *h2Fronts) serve(c net.Conn) { fs.cur.Load().serve(c) }
+
+// serveH2C serves an h2c connection on its engine dispatch, pre the
+// bytes the HTTP/1 server read of it (edgeway's own server only: it
+// parks the connection while idle).
+func (fs *h2Fronts) serveH2C(c *engine.Conn, pre []byte) engine.Action {
+	return fs.cur.Load().own.ServeEngine(c, c.Conn, pre)
+}
+
+// serveEngine serves a TLS connection on the current front.
+func (fs *h2Fronts) serveEngine(c *engine.Conn, tc *tls.Conn, detached func(*engine.Conn, *tls.Conn)) engine.Action {
+	return fs.cur.Load().serveEngine(c, tc, detached)
+}
 
 // update makes a new front for the connections to come when cfg's live
 // settings differ from the current front's.

@@ -26,6 +26,7 @@ import (
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/listeners/engine"
+	"github.com/edgeway/edgeway/listeners/h2conn"
 	"github.com/edgeway/edgeway/listeners/http1"
 	"github.com/edgeway/edgeway/listeners/sniff"
 )
@@ -101,7 +102,10 @@ func ListenWith(cfg conf.Listener, h httpmsg.Handler, log *slog.Logger, o Option
 			return nil, fmt.Errorf("listener %s: %w", cfg.Name, err)
 		}
 		s.h2 = f
-		if p.h2c {
+		switch {
+		case p.h2c && cfg.H2Server == "own":
+			hc.H2CEngine, hc.Resume = f.serveH2C, h2conn.Resume
+		case p.h2c:
 			hc.H2C = f.serve
 		}
 	}

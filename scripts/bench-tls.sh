@@ -18,6 +18,11 @@
 #                each, from 127.0.0.2, .3, ...), wait SETTLE s, read again.
 #                bytes/conn = (after - before) / opened. Then a sample is asked
 #                for a second answer (were they still open?) and all are reset.
+#                IDLE_PROTOS picks the protocols, each a run per server:
+#                http1 (HTTP/1.1 by ALPN) and h2 (HTTP/2 by ALPN: nginx's
+#                listen ... http2, HAProxy's alpn h2, edgeway's own server;
+#                the client sends the preface and one GET on stream 1, the
+#                probe a GET on stream 3).
 #   handshake    Full TLS 1.3 handshakes per second: tlsload -mode handshake,
 #                HS_CONC connections at a time for HS_DURATION s (HS_REQ=1 adds
 #                one request per connection). CPU 0's busy fraction comes from
@@ -42,7 +47,7 @@
 # ${TMPDIR:-/tmp}/edgeway-tls-bench/<stamp>. Every process is started here
 # and stopped by its PID; every run has a time limit.
 #
-# Env: SERVERS="nginx haproxy edgeway direct-go" IDLE_N=10000 SETTLE=3
+# Env: SERVERS="nginx haproxy edgeway direct-go" IDLE_N=10000 SETTLE=3 IDLE_PROTOS="http1 h2"
 #      HS_DURATION=10 HS_CONC=32 HS_REQ=0 PT_BYTES=1GiB PT_PEERS=haproxy ROUNDS=2
 #      TLS_PORT_BASE=9440 EDGEWAY_BIN=bin/edgeway BENCH_DIR=../shared/bench
 #      QUIET_PCT=15 QUIET_WAIT=20 KEEP_TMP=0
@@ -66,6 +71,7 @@ esac
 PROXY_CPU=0 LOAD_CPU=1 # names lib.sh's cpu_snap reads
 SERVERS=${SERVERS:-nginx haproxy edgeway direct-go}
 IDLE_N=${IDLE_N:-10000}
+IDLE_PROTOS=${IDLE_PROTOS:-http1 h2}
 SETTLE=${SETTLE:-3}
 HS_DURATION=${HS_DURATION:-10}
 HS_CONC=${HS_CONC:-32}
@@ -322,10 +328,12 @@ field() { sed -nE "s/.*(^| )$1=([^ ]*).*/\\2/p" <<<"$2"; }
 
 IDLE_TSV=$OUT/idle.tsv
 
+# measure_idle NAME PROTO: one idle run of server NAME, PROTO http1 or h2.
 measure_idle() {
-	local name=$1 port=${PORT[$1]} d cpid i ready rb ra pb pa est probe opened failed secs note=""
+	local name=$1 proto=$2 port=${PORT[$1]} d cpid i ready rb ra pb pa est probe opened failed secs note="" h2flag=""
+	[[ $proto == h2 ]] && h2flag=-h2
 	if ! start_server "$name"; then
-		printf '%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n' "$name" "$IDLE_N" "FAILED: did not start" >>"$IDLE_TSV"
+		printf '%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\n' "$name" "$IDLE_N" "FAILED: did not start" "$proto" >>"$IDLE_TSV"
 		return 0
 	fi
 	d=$SERVER_DIR
@@ -335,15 +343,15 @@ measure_idle() {
 
 	# The client holds the connections until its stdin ends: fd 7 is the
 	# only writer of the fifo, closed below to release them.
-	mkfifo "$d/hold.fifo"
-	exec 7<>"$d/hold.fifo"
-	taskset -c 1 "$TLSLOAD" -mode idle -addr "127.0.0.1:$port" -n "$IDLE_N" -c 64 \
-		-hold 300s -open-timeout 120s <"$d/hold.fifo" 7>&- >"$d/client.out" 2>"$d/client.err" &
+	mkfifo "$d/hold-$proto.fifo"
+	exec 7<>"$d/hold-$proto.fifo"
+	taskset -c 1 "$TLSLOAD" -mode idle ${h2flag:+"$h2flag"} -addr "127.0.0.1:$port" -n "$IDLE_N" -c 64 \
+		-hold 300s -open-timeout 120s <"$d/hold-$proto.fifo" 7>&- >"$d/client-$proto.out" 2>"$d/client-$proto.err" &
 	cpid=$!
 	STARTED_PIDS+=("$cpid")
 	ready=""
 	for ((i = 0; i < 1300; i++)); do # <= 130 s
-		ready=$(grep '^READY' "$d/client.out" 2>/dev/null || true)
+		ready=$(grep '^READY' "$d/client-$proto.out" 2>/dev/null || true)
 		[[ -n $ready ]] && break
 		kill -0 "$cpid" 2>/dev/null || break
 		sleep 0.1
@@ -352,8 +360,8 @@ measure_idle() {
 		exec 7>&-
 		stop_pid "$cpid"
 		stop_server
-		note="FAILED: client never got all connections open: $(head -c 300 "$d/client.err" | tr '\n\t' '  ')"
-		printf '%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n' "$name" "$IDLE_N" "$note" >>"$IDLE_TSV"
+		note="FAILED: client never got all connections open: $(head -c 300 "$d/client-$proto.err" | tr '\n\t' '  ')"
+		printf '%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\n' "$name" "$IDLE_N" "$note" "$proto" >>"$IDLE_TSV"
 		log "$name: $note"
 		return 0
 	fi
@@ -363,51 +371,54 @@ measure_idle() {
 	kill -0 "$SERVER_PID" 2>/dev/null || note="server died; "
 	exec 7>&- # stdin EOF: the client probes a sample, then resets them all
 	for ((i = 0; i < 600; i++)); do
-		grep -q '^CLOSED' "$d/client.out" 2>/dev/null && break
+		grep -q '^CLOSED' "$d/client-$proto.out" 2>/dev/null && break
 		kill -0 "$cpid" 2>/dev/null || break
 		sleep 0.1
 	done
 	stop_pid "$cpid"
-	probe=$(sed -nE 's/^PROBE ok=([0-9]+) of=([0-9]+).*/\1\/\2/p' "$d/client.out")
+	probe=$(sed -nE 's/^PROBE ok=([0-9]+) of=([0-9]+).*/\1\/\2/p' "$d/client-$proto.out")
 	grep -qiE 'panic|fatal' "$d"/stdout.log 2>/dev/null && note="${note}server log has panic/fatal (see $d); "
 	stop_server
 	opened=$(field ok "$ready") failed=$(field failed "$ready") secs=$(field secs "$ready")
-	((failed == 0)) || note="$note$failed connections failed: $(head -c 200 "$d/client.err" | tr '\n\t' '  '); "
+	((failed == 0)) || note="$note$failed connections failed: $(head -c 200 "$d/client-$proto.err" | tr '\n\t' '  '); "
 	((est >= opened)) || note="${note}only $est of $opened established at measurement; "
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$IDLE_N" "$opened" "$failed" "$secs" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$IDLE_N" "$opened" "$failed" "$secs" \
 		"$rb" "$ra" "$(((ra - rb) * 1024 / (opened > 0 ? opened : 1)))" \
 		"$pb" "$pa" "$(((pa - pb) * 1024 / (opened > 0 ? opened : 1)))" \
-		"$est" "${probe:-none}" "${note:-ok}" >>"$IDLE_TSV"
-	log "$name: opened $opened in ${secs}s, RSS $rb -> $ra KiB, established $est, probe ${probe:-none} ${note}"
+		"$est" "${probe:-none}" "${note:-ok}" "$proto" >>"$IDLE_TSV"
+	log "$name ($proto): opened $opened in ${secs}s, RSS $rb -> $ra KiB, established $est, probe ${probe:-none} ${note}"
 }
 
 report_idle() {
 	{
 		echo "## Idle TLS connections: server memory (summed over its process tree)"
 		echo
-		echo "N = $IDLE_N; each connection: full TLS 1.3 handshake (X25519, ECDSA P-256), one GET / answered, then idle. ${IDLE_NOTE}"
+		echo "N = $IDLE_N; each connection: full TLS 1.3 handshake (X25519, ECDSA P-256), one GET / answered (HTTP/1.1 or HTTP/2 by ALPN), then idle. ${IDLE_NOTE}"
 		echo
-		echo "| server | opened (secs) | RSS before -> after (KiB) | bytes/conn (RSS) | bytes/conn (Pss) | RSS ratio to nginx | still open (established / probe) | note |"
-		echo "|---|---|---|---|---|---|---|---|"
+		echo "| server | protocol | opened (secs) | RSS before -> after (KiB) | bytes/conn (RSS) | bytes/conn (Pss) | RSS ratio to nginx (same protocol) | still open (established / probe) | note |"
+		echo "|---|---|---|---|---|---|---|---|---|"
 		awk -F'\t' '
-			NR > 1 { row[NR] = $0; if ($1 == "nginx" && $3 != "-") base = $8 }
+			NR > 1 { row[NR] = $0; if ($1 == "nginx" && $3 != "-") base[$15] = $8 }
 			END {
 				for (i = 2; i <= NR; i++) {
 					split(row[i], f, "\t")
-					if (f[3] == "-") { printf "| %s | - | - | - | - | - | - | %s |\n", f[1], f[14]; continue }
-					ratio = (base > 0) ? sprintf("%.2f", f[8] / base) : "-"
-					printf "| %s | %s (%.1fs) | %s -> %s | %s | %s | %s | %s / %s | %s |\n", f[1], f[3], f[5], f[6], f[7], f[8], f[11], ratio, f[12], f[13], f[14]
+					if (f[3] == "-") { printf "| %s | %s | - | - | - | - | - | - | %s |\n", f[1], f[15], f[14]; continue }
+					ratio = (base[f[15]] > 0) ? sprintf("%.2f", f[8] / base[f[15]]) : "-"
+					printf "| %s | %s | %s (%.1fs) | %s -> %s | %s | %s | %s | %s / %s | %s |\n", f[1], f[15], f[3], f[5], f[6], f[7], f[8], f[11], ratio, f[12], f[13], f[14]
 				}
 			}' "$IDLE_TSV"
 	} | tee "$OUT/idle.md"
 }
 
 run_idle() {
-	local name
-	printf 'server\tN\topened\tfailed\topen_secs\trss_before_kb\trss_after_kb\trss_bytes_per_conn\tpss_before_kb\tpss_after_kb\tpss_bytes_per_conn\testablished\tprobe\tnote\n' >"$IDLE_TSV"
-	for name in $SERVERS; do
-		measure_idle "$name"
-		sleep 0.5
+	local name proto
+	printf 'server\tN\topened\tfailed\topen_secs\trss_before_kb\trss_after_kb\trss_bytes_per_conn\tpss_before_kb\tpss_after_kb\tpss_bytes_per_conn\testablished\tprobe\tnote\tproto\n' >"$IDLE_TSV"
+	for proto in $IDLE_PROTOS; do
+		case $proto in http1 | h2) ;; *) die "IDLE_PROTOS: unknown protocol '$proto' (http1, h2)" ;; esac
+		for name in $SERVERS; do
+			measure_idle "$name" "$proto"
+			sleep 0.5
+		done
 	done
 	report_idle
 }

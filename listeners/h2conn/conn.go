@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
+	"github.com/edgeway/edgeway/listeners/engine"
 )
 
 // conn is one HTTP/2 connection. The read loop (serve's goroutine) owns
@@ -24,42 +26,52 @@ type conn struct {
 	cfg *Config
 	nc  net.Conn
 
-	remote, local netip.AddrPort
-	tls           bool
-	tlsVersion    uint16
-	serverName    string
-	clientCert    *x509.Certificate
+	serverName string
+	clientCert *x509.Certificate
+	tlsVersion uint16
+	tls        bool
 
 	// reader
-	rbuf     []byte
-	r, w     int
+	*active  // nil while parked
 	dec      *hpack.Decoder
-	hb       headerBlock
-	ctl      int
-	ctlStart time.Time
+	ctlStart time.Duration // since epoch: a parked connection keeps 8 bytes, not 24
 
 	mu         sync.Mutex
 	sendCond   sync.Cond // a stream waiting for window or room in out
 	wcond      sync.Cond // the writer waiting for frames
 	streams    map[uint32]*stream
 	maxStream  uint32 // highest stream the client opened
-	open       int    // streams in streams not reset
-	handlers   int    // handler goroutines running
-	out        []byte // frames for the writer
-	sendWindow int64  // the connection's send window
-	initWindow int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerFrame  int    // the client's SETTINGS_MAX_FRAME_SIZE
-	recvWindow int64  // what the client may still send on the connection
-	unacked    int64  // connection window consumed and not yet granted back
-	goingAway  bool   // GOAWAY sent: no new streams
 	goAwayLast uint32
-	closing    bool       // the writer ends once out is written
-	broken     error      // the connection failed: every stream's writes fail
-	deadline   int        // the read deadline armed: dlNone, dlIdle, dlHeader
-	idleSince  time.Time  // when the last stream closed
-	recent     [32]uint32 // streams lately reset by this side: their frames are ignored
-	nrecent    int
-	writerDone chan struct{}
+	open       int          // streams in streams not reset
+	handlers   int          // handler goroutines running
+	out        []byte       // frames for the writer
+	sendWindow int64        // the connection's send window
+	initWindow int64        // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerFrame  int          // the client's SETTINGS_MAX_FRAME_SIZE
+	recvWindow int64        // what the client may still send on the connection
+	unacked    int64        // connection window consumed and not yet granted back
+	broken     error        // the connection failed: every stream's writes fail
+	idleSince  atomic.Int64 // since epoch: when the last stream closed (atomic: the idle sweep reads it)
+	recent     [32]uint32   // streams lately reset by this side: their frames are ignored
+	nrecent    uint32
+	ctl        int32         // reader
+	prefaced   bool          // reader: the client's preface was read
+	parkDue    bool          // reader: idle for parkGrace, park if still idle
+	deadline   uint8         // the read deadline armed: dlNone, dlIdle, dlHeader, dlWake, dlPark
+	goingAway  bool          // GOAWAY sent: no new streams
+	closing    bool          // the writer ends once out is written
+	writerOn   bool          // a writer goroutine runs (it starts on demand)
+	writing    bool          // the writer is in a Write
+	stopWriter bool          // the writer ends once out is empty: the connection parks
+	writerDone chan struct{} // closed when the writer that runs ends
+
+	// Parking (park.go): an engine connection with no stream waits on
+	// the engine's epoll loop with no goroutine and no read buffer.
+	ec                 *engine.Conn // nil: served by ServeConn, never parked
+	prevIdle, nextIdle *conn        // the server's idle list, while parked (s.idle.mu)
+	parked             bool         // waiting on the engine; whoever clears it serves or ends it
+	inPark             bool         // the reader is deciding whether to park
+	inIdle             bool         // on the idle list (s.idle.mu)
 }
 
 // The read deadline's purpose.
@@ -68,16 +80,21 @@ const (
 	dlIdle
 	dlHeader
 	dlWake // Shutdown woke the reader
+	dlPark // the connection went idle: the reader is woken to park it
 )
+
+// epoch is the origin of the monotonic times a connection keeps as
+// durations.
+var epoch = time.Now()
 
 var errConnClosed = errors.New("h2conn: connection closed")
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, cfg: &s.cfg, nc: nc, streams: map[uint32]*stream{},
+	c := &conn{s: s, cfg: &s.cfg, nc: nc, streams: map[uint32]*stream{}, active: getActive(),
 		sendWindow: defaultWindow, initWindow: defaultWindow, peerFrame: defaultFrameSize,
-		recvWindow: connWindow, writerDone: make(chan struct{})}
+		recvWindow: connWindow}
 	c.sendCond.L, c.wcond.L = &c.mu, &c.mu
-	c.remote, c.local = addrPort(nc.RemoteAddr()), addrPort(nc.LocalAddr())
+	c.setAddrs()
 	if cs, ok := nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
 		st := cs.ConnectionState()
 		c.tls, c.tlsVersion, c.serverName = true, st.Version, st.ServerName
@@ -88,6 +105,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.dec = hpack.NewDecoder(4096, c.emit)
 	c.dec.SetMaxStringLength(HardHeaderFactor * c.cfg.MaxHeaderBytes)
 	return c
+}
+
+// setAddrs notes the connection's addresses in its active state, for
+// its requests.
+func (c *conn) setAddrs() {
+	c.remote, c.local = addrPort(c.nc.RemoteAddr()), addrPort(c.nc.LocalAddr())
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -104,28 +127,53 @@ func addrPort(a net.Addr) netip.AddrPort {
 // serve runs the connection: the preface, then frames until the client
 // goes, a connection error or the end of a graceful shutdown.
 func (c *conn) serve() {
-	panics.Go("h2 writer", c.writeLoop)
-	defer c.abortStreams()
+	if c.start() {
+		c.loop()
+	}
+}
+
+// start queues the server's SETTINGS and reads the client's preface; false
+// when the connection ended.
+func (c *conn) start() bool {
 	c.queueSettings()
 	if c.s.shutting.Load() {
 		c.goAwayGraceful()
 	}
 	if !c.readPreface() {
+		c.abortStreams()
 		c.closeNow()
-		return
+		return false
 	}
+	return true
+}
+
+// loop reads and acts on frames until the connection ends (Close) or,
+// for an engine connection, goes idle and parks (Park).
+func (c *conn) loop() engine.Action {
 	for {
+		if c.ec != nil && c.r == c.w && !c.hb.open {
+			if c.parkDue {
+				c.parkDue = false
+				if c.tryPark() {
+					return engine.Park
+				}
+			} else {
+				c.armPark()
+			}
+		}
 		fh, p, err := c.readFrame()
-		if err != nil && isTimeout(err) && !c.hb.open && c.rearmIdle() {
+		if err != nil && isTimeout(err) && (c.parkWoken() || !c.hb.open && c.rearmIdle()) {
 			continue // not idle after all; a frame read in part stays
 		}
 		if err != nil {
 			c.readFailed(err)
-			return
+			c.abortStreams()
+			return engine.Close
 		}
 		if err := c.process(fh, p); err != nil {
 			c.fail(err)
-			return
+			c.abortStreams()
+			return engine.Close
 		}
 	}
 }
@@ -140,7 +188,7 @@ func (c *conn) queueSettings() {
 	b = appendSetting(b, settingMaxHeaderListSize, uint32(HardHeaderFactor*c.cfg.MaxHeaderBytes))
 	b = appendSetting(b, settingEnableConnectProtocol, 1) // websocket.go
 	c.out = appendWindowUpdate(b, 0, connWindow-defaultWindow)
-	c.wcond.Signal()
+	c.wakeWriterLocked()
 	c.mu.Unlock()
 }
 
@@ -152,14 +200,13 @@ func (c *conn) readPreface() bool {
 	if c.cfg.ReadHeaderTimeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(c.cfg.ReadHeaderTimeout))
 	}
-	c.rbuf = make([]byte, 0, frameHeaderLen+defaultFrameSize)
-	c.rbuf = c.rbuf[:cap(c.rbuf)]
 	if err := c.fill(len(clientPreface)); err != nil || string(c.rbuf[:len(clientPreface)]) != clientPreface {
 		return false
 	}
 	c.r = len(clientPreface)
 	c.nc.SetReadDeadline(time.Time{})
 	c.mu.Lock()
+	c.prefaced = true
 	c.armIdleLocked()
 	c.mu.Unlock()
 	return true
@@ -203,7 +250,7 @@ func (c *conn) fill(n int) error {
 func (c *conn) readFrame() (frameHeader, []byte, error) {
 	if c.r == c.w && cap(c.rbuf) > frameHeaderLen+c.cfg.MaxFrameSize && c.cfg.MaxFrameSize > defaultFrameSize {
 		// a large frame grew the buffer: give it back between frames
-		c.rbuf, c.r, c.w = make([]byte, frameHeaderLen+defaultFrameSize), 0, 0
+		c.rbuf, c.r, c.w = getReadBuf(), 0, 0
 	}
 	if err := c.fill(frameHeaderLen); err != nil {
 		return frameHeader{}, nil, err
@@ -275,13 +322,13 @@ func (c *conn) refuse(status int, reason string) {
 func (c *conn) control() error {
 	c.ctl++
 	if c.ctl == 1 {
-		c.ctlStart = time.Now()
+		c.ctlStart = time.Since(epoch)
 	}
-	if c.ctl <= c.cfg.MaxControlPerSecond {
+	if int(c.ctl) <= c.cfg.MaxControlPerSecond {
 		return nil
 	}
-	now := time.Now()
-	if now.Sub(c.ctlStart) < time.Second {
+	now := time.Since(epoch)
+	if now-c.ctlStart < time.Second {
 		return &connError{code: codeCalm, kind: httpmsg.ReasonControlFrameFlood, why: "control frame flood"}
 	}
 	c.ctl, c.ctlStart = 1, now
@@ -319,16 +366,24 @@ func (c *conn) blockDone() {
 func (c *conn) armIdleLocked() {
 	switch {
 	case c.deadline == dlHeader || len(c.streams) > 0:
+		return
 	case c.goingAway:
 		c.deadline = dlWake
 		c.nc.SetReadDeadline(time.Now())
+		return
 	case c.cfg.IdleTimeout > 0:
-		c.idleSince = time.Now()
+		c.idleSince.Store(int64(time.Since(epoch)))
 		if c.deadline != dlIdle {
 			c.deadline = dlIdle
-			c.nc.SetReadDeadline(c.idleSince.Add(c.cfg.IdleTimeout))
+			c.nc.SetReadDeadline(c.idleDeadline())
 		}
 	}
+	c.wakeToParkLocked()
+}
+
+// idleDeadline is when the idle timeout ends an idle connection.
+func (c *conn) idleDeadline() time.Time {
+	return epoch.Add(time.Duration(c.idleSince.Load()) + c.cfg.IdleTimeout)
 }
 
 // busyLocked is a stream opening; the idle deadline stays (see
@@ -347,8 +402,8 @@ func (c *conn) rearmIdle() bool {
 	switch {
 	case len(c.streams) > 0:
 		c.nc.SetReadDeadline(now.Add(c.cfg.IdleTimeout))
-	case now.Sub(c.idleSince) < c.cfg.IdleTimeout:
-		c.nc.SetReadDeadline(c.idleSince.Add(c.cfg.IdleTimeout))
+	case time.Since(epoch)-time.Duration(c.idleSince.Load()) < c.cfg.IdleTimeout:
+		c.nc.SetReadDeadline(c.idleDeadline())
 	default:
 		return false
 	}
@@ -360,6 +415,11 @@ func (c *conn) rearmIdle() bool {
 func (c *conn) goAwayGraceful() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.claimParkedLocked() {
+		// no goroutine holds a parked connection: one sends the GOAWAY
+		panics.Go("h2 goaway", func() { c.endClaimed(codeNo) })
+		return
+	}
 	if c.goingAway || c.closing {
 		return
 	}
@@ -378,11 +438,15 @@ func (c *conn) closeGoAway(code uint32) {
 		c.out = appendGoAway(c.out, c.maxStream, code)
 	}
 	c.goingAway, c.closing = true, true
-	c.wcond.Signal()
+	c.wakeWriterLocked()
+	done := c.writerDone
+	if done == nil {
+		done = closedChan // no writer since the connection parked
+	}
 	c.mu.Unlock()
 	t := time.NewTimer(lingerTime)
 	select {
-	case <-c.writerDone:
+	case <-done:
 	case <-t.C:
 	}
 	t.Stop()
@@ -436,21 +500,36 @@ func (c *conn) abortStreams() {
 }
 
 // writeLoop writes what the streams and the read loop queued: all the
-// frames ready at one time go out in one write.
+// frames ready at one time go out in one write. It ends when the
+// connection closes, or once out is empty when the connection parks
+// (wakeWriterLocked starts it again).
 func (c *conn) writeLoop() {
-	defer close(c.writerDone)
 	var buf []byte
 	var wdl time.Time // the write deadline as last set
+	c.mu.Lock()
+	done := c.writerDone
+	if c.active != nil {
+		buf, c.spareW = c.spareW[:0], nil
+	}
 	for {
-		c.mu.Lock()
-		for len(c.out) == 0 && !c.closing {
+		c.writing = false
+		if len(c.out) == 0 {
+			c.wakeToParkLocked()
+		}
+		for len(c.out) == 0 && !c.closing && !c.stopWriter {
 			c.wcond.Wait()
 		}
 		if len(c.out) == 0 || c.broken != nil {
+			c.writerOn = false
+			if c.active != nil {
+				c.spareW = buf[:0] // for the next writer
+			}
 			c.mu.Unlock()
+			close(done)
 			return
 		}
 		buf, c.out = c.out, buf[:0]
+		c.writing = true
 		c.sendCond.Broadcast() // room in out
 		c.mu.Unlock()
 		// The deadline moves once an eighth of the timeout has passed, not
@@ -465,19 +544,32 @@ func (c *conn) writeLoop() {
 			if c.broken == nil {
 				c.broken = err
 			}
+			c.writing, c.writerOn = false, false
 			c.sendCond.Broadcast()
 			c.mu.Unlock()
 			c.nc.Close()
+			close(done)
 			return
 		}
 		if cap(buf) > 4*maxOut {
 			buf = nil
 		}
+		c.mu.Lock()
 	}
 }
 
-// wakeWriterLocked has the writer send what is queued.
-func (c *conn) wakeWriterLocked() { c.wcond.Signal() }
+// wakeWriterLocked has the writer send what is queued, starting it when
+// none runs (not for a parked connection: whoever claims it does).
+func (c *conn) wakeWriterLocked() {
+	switch {
+	case c.writerOn:
+		c.wcond.Signal()
+	case !c.parked && c.broken == nil:
+		c.writerOn = true
+		c.writerDone = make(chan struct{})
+		panics.Go("h2 writer", c.writeLoop)
+	}
+}
 
 // recentlyReset reports a stream this side reset lately; c.mu is held.
 func (c *conn) recentlyReset(id uint32) bool {
@@ -491,6 +583,6 @@ func (c *conn) recentlyReset(id uint32) bool {
 
 // noteReset records a stream this side reset; c.mu is held.
 func (c *conn) noteReset(id uint32) {
-	c.recent[c.nrecent%len(c.recent)] = id
+	c.recent[c.nrecent%uint32(len(c.recent))] = id
 	c.nrecent++
 }

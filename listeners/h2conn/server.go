@@ -105,12 +105,14 @@ type Server struct {
 	work     chan *stream  // idle workers take streams from it
 	quit     chan struct{} // closed by Shutdown: idle workers end
 	quitOnce sync.Once
+	idle     idleList // parked connections, for their idle timeout
 }
 
 // New returns a server with cfg, defaults filled in.
 func New(cfg Config) *Server {
 	s := &Server{cfg: cfg.withDefaults(), conns: map[*conn]struct{}{}, work: make(chan *stream), quit: make(chan struct{})}
 	s.gone = sync.NewCond(&s.mu)
+	s.idle.s = s
 	return s
 }
 
@@ -119,20 +121,28 @@ func New(cfg Config) *Server {
 // h2), until it ends; it closes nc.
 func (s *Server) ServeConn(nc net.Conn) {
 	c := newConn(s, nc)
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.gone.Broadcast()
-		s.mu.Unlock()
-	}()
+	s.add(c)
+	defer s.drop(c)
 	c.serve()
 }
 
-// Shutdown sends GOAWAY on every connection and on those that start
-// after it; each closes once its streams are done. When ctx ends first,
+// add and drop count a connection in and out of the server's, from its
+// start to its end (parked in between, for ServeEngine's).
+func (s *Server) add(c *conn) {
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Server) drop(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.gone.Broadcast()
+	s.mu.Unlock()
+}
+
+// Shutdown sends GOAWAY on every connection, parked ones included, and
+// on those that start after it; each closes once its streams are done. When ctx ends first,
 // the connections left are closed and ctx's error returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutting.Store(true)
@@ -154,6 +164,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if ctx.Err() != nil {
 			for c := range s.conns {
 				c.nc.Close()
+				if c.ec != nil {
+					c.ec.Close()
+				}
 			}
 			return ctx.Err()
 		}

@@ -135,6 +135,10 @@ type Conn struct {
 
 	mu      sync.Mutex // held by Write and by the GOAWAY injection
 	out     output
+	// served is set when the server wrote a HEADERS or DATA frame, and
+	// taken by the next PING the client sends (input.scan): such a PING
+	// is not counted against MaxControlPerSecond.
+	served atomic.Bool
 	pending *ending // a GOAWAY waiting for the server's frame in progress
 	ended   bool
 	closer  sync.Once
@@ -210,7 +214,16 @@ func (g *Conn) Write(p []byte) (int, error) {
 	}
 	n, err := g.Conn.Write(p)
 	g.out.advance(p[:n])
+	g.noteAnswer()
 	return n, err
+}
+
+// noteAnswer moves what advance saw to served. g.mu is held.
+func (g *Conn) noteAnswer() {
+	if g.out.answered {
+		g.out.answered = false
+		g.served.Store(true)
+	}
 }
 
 // finishFrame writes what p holds of the server's frame in progress and,
@@ -219,6 +232,7 @@ func (g *Conn) Write(p []byte) (int, error) {
 func (g *Conn) finishFrame(p []byte) (int, error) {
 	n, err := g.Conn.Write(p[:g.out.frameEnd(p)])
 	g.out.advance(p[:n])
+	g.noteAnswer()
 	switch {
 	case err != nil: // no GOAWAY can follow
 		g.ended = true
@@ -335,10 +349,9 @@ type output struct {
 	hdr  [9]byte
 	nhdr int    // bytes of hdr filled
 	rem  uint32 // payload bytes left of the current frame
-	// served is set when the server writes a HEADERS or DATA frame, and
-	// taken by the next PING the client sends (input.scan): see
-	// pingEarned.
-	served atomic.Bool
+	// answered: advance saw the server write a HEADERS or DATA frame
+	// (Conn.noteAnswer moves it to Conn.served).
+	answered bool
 }
 
 func (o *output) atBoundary() bool { return o.nhdr == 0 && o.rem == 0 }
@@ -385,7 +398,7 @@ func (o *output) advance(p []byte) {
 			o.rem = uint32(o.hdr[0])<<16 | uint32(o.hdr[1])<<8 | uint32(o.hdr[2])
 			o.nhdr = 0
 			if t := o.hdr[3]; t == frameData || t == frameHeaders {
-				o.served.Store(true)
+				o.answered = true
 			}
 		}
 	}

@@ -135,7 +135,7 @@ func (in *input) header() *Violation {
 			return &Violation{Code: codeCalm, Kind: httpmsg.ReasonHeadTooLarge, Reason: "header block too large"}
 		}
 	case framePing:
-		if in.flags&flagAck == 0 && !in.g.out.served.Swap(false) {
+		if in.flags&flagAck == 0 && !in.g.served.Swap(false) {
 			return in.control()
 		}
 	case frameSettings:

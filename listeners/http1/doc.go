@@ -18,7 +18,10 @@
 //     MaxHeaderBytes+4 KiB.
 //   - Tunnel (after a 101 or a 2xx to CONNECT): nothing here; the engine
 //     carries the bytes.
-//   - h2c: what x/net/http2 costs (its goroutines and buffers).
+//   - h2c: edgeway's own HTTP/2 server (Config.H2CEngine) runs the
+//     connection on the dispatch goroutine and parks it while idle
+//     (listeners/h2conn says what it costs); x/net/http2 (Config.H2C)
+//     holds its goroutines and buffers.
 //
 // Per request, the server itself allocates nothing for a typical GET or
 // a small chunked POST (BenchmarkGet, BenchmarkPostChunked: 0 allocs/op,

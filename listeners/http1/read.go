@@ -61,7 +61,7 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 // head, a refused one, or not enough yet.
 func (x *exchange) parseHead(first bool) (step, engine.Action) {
 	b := x.buf[x.r:x.w]
-	if first && x.s.cfg.H2C != nil {
+	if first && (x.s.cfg.H2C != nil || x.s.cfg.H2CEngine != nil) {
 		n := min(len(b), len(http1.Preface))
 		if string(b[:n]) == http1.Preface[:n] {
 			if n < len(http1.Preface) {
@@ -88,7 +88,7 @@ func (x *exchange) parseHead(first bool) (step, engine.Action) {
 		}
 		return needMore, 0
 	}
-	if first && x.s.cfg.H2C != nil && !looksHTTP1(b) {
+	if first && (x.s.cfg.H2C != nil || x.s.cfg.H2CEngine != nil) && !looksHTTP1(b) {
 		// Neither HTTP/1 nor HTTP/2's preface: on a port that speaks h2c
 		// this is a broken HTTP/2 client as likely as an HTTP/1 one, and
 		// RFC 9113 §3.4 says to end the connection; an HTTP/1 answer
@@ -163,6 +163,13 @@ func (x *exchange) fill() error {
 
 // handOver gives an HTTP/2 connection to H2C, with what was read of it.
 func (x *exchange) handOver() engine.Action {
+	if h := x.s.cfg.H2CEngine; h != nil {
+		pre := x.buf[x.r:x.w]
+		x.r, x.w = 0, 0
+		x.clearDeadline()
+		// Lifetime: H2CEngine copies pre before it reads anything.
+		return h(x.c, pre)
+	}
 	pc := &preConn{Conn: x.c, pre: append([]byte(nil), x.buf[x.r:x.w]...)}
 	x.r, x.w = 0, 0
 	x.clearDeadline()

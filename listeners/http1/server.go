@@ -62,6 +62,18 @@ type Config struct {
 	// engine slot. Nil: the preface is refused like any malformed request
 	// (400).
 	H2C func(c net.Conn)
+	// H2CEngine, when non-nil, is H2C for an HTTP/2 server that runs on
+	// the engine itself: it is called on the dispatch goroutine with the
+	// bytes already read (preface included; it copies them) and its
+	// answer is Serve's. It sets c.Conn to a stream of its own, so that
+	// Resume recognises the connection's later dispatches. It takes
+	// precedence over H2C.
+	H2CEngine func(c *engine.Conn, pre []byte) engine.Action
+	// Resume, when non-nil, is offered every dispatch of a connection
+	// whose stream a handler replaced (c.Fresh is false) before it is
+	// served as HTTP/1: ok reports that it served it (an h2c connection
+	// that H2CEngine parked).
+	Resume func(c *engine.Conn) (a engine.Action, ok bool)
 	// WriteTimeout cuts off a client that does not take the bytes of a
 	// response write for this long (nginx's send_timeout). Zero means
 	// DefaultWriteTimeout; negative, no limit. A write the socket takes
@@ -144,6 +156,11 @@ func (s *Server) writeTimeout() time.Duration      { return time.Duration(s.writ
 // sent, in order, then parks it (holding nothing), or closes it, or hands
 // it to a tunnel or to H2C.
 func (s *Server) Serve(c *engine.Conn) engine.Action {
+	if s.cfg.Resume != nil && !c.Fresh() {
+		if a, ok := s.cfg.Resume(c); ok {
+			return a
+		}
+	}
 	x := s.exchange.Get().(*exchange)
 	act := x.serveConn(c)
 	x.release()

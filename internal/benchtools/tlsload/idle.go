@@ -33,8 +33,12 @@ func openIdle(ctx context.Context, o options) (*idleResult, error) {
 	if o.conc < 1 {
 		return nil, fmt.Errorf("-c must be positive, not %d", o.conc)
 	}
-	cfg := clientConfig(o.serverName, []string{"http/1.1"})
-	req := httpRequest(o.addr)
+	alpn := []string{"http/1.1"}
+	if o.h2 {
+		alpn = []string{"h2"}
+	}
+	cfg := clientConfig(o.serverName, alpn)
+	first := exchange(o, 1)
 	res := &idleResult{conns: make([]*tls.Conn, o.n)}
 	var ok, failed atomic.Int64
 	var firstErr atomic.Pointer[error]
@@ -46,7 +50,7 @@ func openIdle(ctx context.Context, o options) (*idleResult, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				c, err := openOne(ctx, srcs[i/o.perSrc], o.addr, cfg, req)
+				c, err := openOne(ctx, srcs[i/o.perSrc], o.addr, cfg, first)
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, &err)
@@ -69,12 +73,23 @@ func openIdle(ctx context.Context, o options) (*idleResult, error) {
 	return res, nil
 }
 
-func openOne(ctx context.Context, src, target string, cfg *tls.Config, req []byte) (*tls.Conn, error) {
+// exchange returns the request and answer of the n-th exchange on a
+// connection (1: the first): an HTTP/1.1 keep-alive GET, or with -h2 a GET
+// on HTTP/2 stream 2n-1 (the first after the preface).
+func exchange(o options, n uint32) func(c net.Conn, timeout time.Duration) error {
+	if o.h2 {
+		return func(c net.Conn, timeout time.Duration) error { return h2RoundTrip(c, 2*n-1, o.addr, timeout) }
+	}
+	req := httpRequest(o.addr)
+	return func(c net.Conn, timeout time.Duration) error { return roundTrip(c, req, timeout) }
+}
+
+func openOne(ctx context.Context, src, target string, cfg *tls.Config, rt func(net.Conn, time.Duration) error) (*tls.Conn, error) {
 	c, err := dialTLS(ctx, src, target, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := roundTrip(c, req, 15*time.Second); err != nil {
+	if err := rt(c, 15*time.Second); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -83,7 +98,7 @@ func openOne(ctx context.Context, src, target string, cfg *tls.Config, req []byt
 
 // probeIdle sends a second request on up to n connections spread over the
 // live ones: the server must still have them open and answer.
-func probeIdle(conns []*tls.Conn, n int, req []byte) (ok, of int) {
+func probeIdle(conns []*tls.Conn, n int, rt func(net.Conn, time.Duration) error) (ok, of int) {
 	var live []*tls.Conn
 	for _, c := range conns {
 		if c != nil {
@@ -96,7 +111,7 @@ func probeIdle(conns []*tls.Conn, n int, req []byte) (ok, of int) {
 	step := max(len(live)/n, 1)
 	for i := 0; i < len(live) && of < n; i += step {
 		of++
-		if roundTrip(live[i], req, 5*time.Second) == nil {
+		if rt(live[i], 5*time.Second) == nil {
 			ok++
 		}
 	}
@@ -131,7 +146,7 @@ func runIdle(o options, stdin io.Reader) error {
 	}
 	fmt.Printf("READY ok=%d failed=%d secs=%.2f\n", res.ok, res.failed, res.elapsed.Seconds())
 	fmt.Fprintf(os.Stderr, "released: %s\n", waitRelease(stdin, o.hold))
-	ok, of := probeIdle(res.conns, o.probe, httpRequest(o.addr))
+	ok, of := probeIdle(res.conns, o.probe, exchange(o, 2))
 	fmt.Printf("PROBE ok=%d of=%d\n", ok, of)
 	closeAll(res.conns)
 	fmt.Println("CLOSED")

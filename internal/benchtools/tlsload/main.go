@@ -11,7 +11,7 @@
 //
 // Modes (one line of output each step, for the calling script):
 //
-//	-mode idle -addr A -n N          READY ok= failed= secs=, then on stdin EOF,
+//	-mode idle -addr A -n N [-h2]    READY ok= failed= secs=, then on stdin EOF,
 //	                                 SIGTERM or -hold expiry: PROBE ok= of=, CLOSED
 //	-mode handshake -addr A -d D -c C    RESULT handshakes= failed= secs= hs_per_sec=
 //	-mode stream -addr A -servername S -bytes B    RESULT bytes= secs= mb_per_sec=
@@ -41,6 +41,7 @@ type options struct {
 	hold        time.Duration
 	openTimeout time.Duration
 	probe       int
+	h2          bool
 	duration    time.Duration
 	withReq     bool
 	bytes       string
@@ -62,6 +63,7 @@ func main() {
 	flag.DurationVar(&o.hold, "hold", 300*time.Second, "idle: longest time to hold the connections")
 	flag.DurationVar(&o.openTimeout, "open-timeout", 120*time.Second, "idle: give up opening after this long")
 	flag.IntVar(&o.probe, "probe", 200, "idle: connections re-checked with a second request before closing")
+	flag.BoolVar(&o.h2, "h2", false, "idle: speak HTTP/2 (ALPN h2) rather than HTTP/1.1")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "handshake: how long to run")
 	flag.BoolVar(&o.withReq, "req", false, "handshake: also send one GET / and read the answer")
 	flag.StringVar(&o.bytes, "bytes", "1GiB", "stream: bytes to send (suffixes KiB, MiB, GiB, KB, MB, GB)")

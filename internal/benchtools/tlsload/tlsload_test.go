@@ -110,11 +110,34 @@ func TestIdleConnectionsStayOpenAndAnswer(t *testing.T) {
 	if len(srcs) != 3 {
 		t.Errorf("connections came from %d source addresses, want 3 (10 each)", len(srcs))
 	}
-	if ok, of := probeIdle(res.conns, 10, httpRequest(addr)); ok != 10 || of != 10 {
+	if ok, of := probeIdle(res.conns, 10, exchange(o, 2)); ok != 10 || of != 10 {
 		t.Errorf("probe ok=%d of=%d, want 10 of 10", ok, of)
 	}
 	if got := <-curves; got != tls.X25519 {
 		t.Errorf("key exchange %v, want X25519", got)
+	}
+}
+
+// TestIdleH2: with -h2 the idle connections speak HTTP/2 (net/http's
+// server here), and the probe's second request goes on stream 3.
+func TestIdleH2(t *testing.T) {
+	addr, _ := startServer(t, serveHTTP, "localhost")
+	o := options{addr: addr, n: 6, perSrc: 10, conc: 3, h2: true}
+	res, err := openIdle(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(res.conns)
+	if res.ok != 6 || res.failed != 0 {
+		t.Fatalf("opened ok=%d failed=%d (first error %v), want 6 and 0", res.ok, res.failed, res.firstErr)
+	}
+	for _, c := range res.conns {
+		if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+			t.Fatalf("ALPN chose %q, want h2", p)
+		}
+	}
+	if ok, of := probeIdle(res.conns, 6, exchange(o, 2)); ok != 6 || of != 6 {
+		t.Errorf("probe ok=%d of=%d, want 6 of 6", ok, of)
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package listeners
+
+const raceEnabled = false
