@@ -133,12 +133,12 @@ type Conn struct {
 	cfg Config
 	in  input
 
-	mu      sync.Mutex // held by Write and by the GOAWAY injection
-	out     output
+	mu  sync.Mutex // held by Write and by the GOAWAY injection
+	out output
 	// served is set when the server wrote a HEADERS or DATA frame, and
 	// taken by the next PING the client sends (input.scan): such a PING
 	// is not counted against MaxControlPerSecond.
-	served atomic.Bool
+	served  atomic.Bool
 	pending *ending // a GOAWAY waiting for the server's frame in progress
 	ended   bool
 	closer  sync.Once
