@@ -55,6 +55,7 @@ type conn struct {
 	recent     [32]uint32   // streams lately reset by this side: their frames are ignored
 	nrecent    uint32
 	ctl        int32         // reader
+	answered   bool          // a HEADERS or DATA frame was queued since the client's last PING
 	prefaced   bool          // reader: the client's preface was read
 	parkDue    bool          // reader: idle for parkGrace, park if still idle
 	deadline   uint8         // the read deadline armed: dlNone, dlIdle, dlHeader, dlWake, dlPark

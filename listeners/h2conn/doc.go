@@ -74,7 +74,10 @@
 // a header block must end within ReadHeaderTimeout with a bounded number
 // of CONTINUATION frames and bytes; SETTINGS, PING, RST_STREAM and
 // PRIORITY frames, empty DATA, tiny WINDOW_UPDATEs and unknown frames
-// past MaxControlPerSecond end the connection (rapid reset and floods);
+// past MaxControlPerSecond end the connection (rapid reset and floods;
+// a PING that follows an answer, a HEADERS or DATA frame this side
+// queued, is not counted: gRPC clients send one per round trip while data
+// arrives);
 // streams past MaxConcurrentStreams, or handlers of reset streams past
 // twice it, are refused; a stream with no window or body progress for
 // StallTimeout is reset; content-length must be one number that matches

@@ -103,3 +103,52 @@ func TestTooManyStreams(t *testing.T) {
 		t.Errorf("refusals %v, want one too_many_streams", rs)
 	}
 }
+
+// TestPingEarnedByAnswers: a PING sent after each answer (gRPC's BDP
+// estimation: one per round trip while data arrives) is not counted
+// against MaxControlPerSecond, however many there are; the same number
+// of PINGs with no answer between them is a flood.
+func TestPingEarnedByAnswers(t *testing.T) {
+	ts := startServer(t, Config{MaxControlPerSecond: 10, Handler: handlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		w.WriteHead(200, nil, 2)
+		w.Write([]byte("ok"))
+	})})
+	rc := dialRaw(t, ts.addr)
+	for i := uint32(0); i < 40; i++ {
+		id := 2*i + 1
+		rc.get(id, "/", true)
+		for answered := false; !answered; {
+			switch f := rc.next().(type) {
+			case *http2.DataFrame:
+				answered = f.StreamID == id && f.StreamEnded()
+			case nil, *http2.GoAwayFrame, *http2.RSTStreamFrame:
+				t.Fatalf("answer %d: got %v, want the answer", i, f)
+			}
+		}
+		rc.write(func() error { return rc.fr.WritePing(false, [8]byte{byte(i)}) })
+	}
+	rc.get(81, "/", true)
+	for answered := false; !answered; {
+		switch f := rc.next().(type) {
+		case *http2.DataFrame:
+			answered = f.StreamID == 81
+		case nil, *http2.GoAwayFrame, *http2.RSTStreamFrame:
+			t.Fatalf("after 40 earned PINGs: got %v, want the connection to serve", f)
+		}
+	}
+	for i := range 40 {
+		rc.write(func() error { return rc.fr.WritePing(false, [8]byte{byte(i)}) })
+	}
+	for {
+		f := rc.next()
+		if f == nil {
+			t.Fatal("the connection closed without GOAWAY after 40 unearned PINGs")
+		}
+		if ga, ok := f.(*http2.GoAwayFrame); ok {
+			if ga.ErrCode != http2.ErrCodeEnhanceYourCalm {
+				t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", ga.ErrCode)
+			}
+			return
+		}
+	}
+}

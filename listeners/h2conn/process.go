@@ -58,8 +58,19 @@ func (c *conn) onPing(fh frameHeader, p []byte) error {
 	case fh.flags&flagAck != 0:
 		return nil
 	}
-	if err := c.control(); err != nil {
-		return err
+	// A PING that follows an answer (a HEADERS or DATA frame queued
+	// since the last one) is not counted against MaxControlPerSecond:
+	// gRPC clients send one per round trip while they receive data (BDP
+	// estimation), past 1000 a second on a fast link, each earned by an
+	// answer. A flood gets no answer between its PINGs.
+	c.mu.Lock()
+	earned := c.answered
+	c.answered = false
+	c.mu.Unlock()
+	if !earned {
+		if err := c.control(); err != nil {
+			return err
+		}
 	}
 	c.mu.Lock()
 	c.out = append(appendFrameHeader(c.out, 8, framePing, flagAck, 0), p...)

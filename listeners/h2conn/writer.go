@@ -71,6 +71,7 @@ func (st *stream) sendInterim() error {
 		return err
 	}
 	c.out = appendHeaderFrames(c.out, st.id, st.w.hbuf, false, c.peerFrame)
+	c.answered = true
 	c.wakeWriterLocked()
 	return nil
 }
@@ -178,6 +179,7 @@ func (st *stream) send(p []byte, end bool) error {
 			w.headSent = true
 			headEnd := end && len(p) == 0
 			c.out = appendHeaderFrames(c.out, st.id, w.hbuf, headEnd, c.peerFrame)
+			c.answered = true
 			if headEnd {
 				w.ended = true
 				c.wakeWriterLocked()
@@ -187,6 +189,7 @@ func (st *stream) send(p []byte, end bool) error {
 		if len(p) == 0 {
 			if end {
 				c.out = appendFrameHeader(c.out, 0, frameData, flagEndStream, st.id)
+				c.answered = true
 				w.ended = true
 			}
 			c.wakeWriterLocked()
@@ -209,6 +212,7 @@ func (st *stream) send(p []byte, end bool) error {
 			flags, w.ended = flagEndStream, true
 		}
 		c.out = appendFrameHeader(c.out, int(n), frameData, flags, st.id)
+		c.answered = true
 		c.out = append(c.out, p[:n]...)
 		st.sendWindow -= n
 		c.sendWindow -= n
@@ -286,6 +290,7 @@ func (st *stream) sendTrailers() {
 		return
 	}
 	c.out = appendHeaderFrames(c.out, st.id, st.w.tbuf, true, c.peerFrame)
+	c.answered = true
 	st.w.ended = true
 	c.wakeWriterLocked()
 }
