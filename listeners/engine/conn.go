@@ -24,9 +24,39 @@ type Conn struct {
 	fd         fdConn // the socket, unless Config.GoPoller
 	l          *loop
 	w          watch // the connection's registration on l
-	prev, next *Conn // l's idle list, guarded by l.mu
+	prev, next *Conn // l's idle list (or its held list), guarded by l.mu
 	parkedAt   time.Duration
 	tunReq     *tunnelReq // asked for by Tunnel during Serve
+	held       *heldHead  // Hold: a request begun, kept while parked
+}
+
+// heldHead is what Hold keeps of a request that has begun: its bytes so
+// far and when the connection is closed if the rest has not come.
+type heldHead struct {
+	b  []byte
+	by time.Duration // the engine's clock (Engine.now)
+}
+
+// Hold keeps b, the start of a request the handler read but cannot parse
+// yet (a head that has not ended), with the connection while it is
+// parked, so that a client that sends a head slowly holds no goroutine
+// and no buffer: the handler calls it, then returns Park. Held gives the
+// bytes back at the next dispatch. A connection still parked at deadline
+// is closed by the loop (its head timeout; the idle timeout does not
+// apply to it). b is copied.
+func (c *Conn) Hold(b []byte, deadline time.Time) {
+	c.held = &heldHead{b: append([]byte(nil), b...), by: c.engine().now() + time.Until(deadline)}
+}
+
+// Held returns and forgets what Hold kept: the bytes and the deadline.
+// ok is false when nothing is held.
+func (c *Conn) Held() (b []byte, deadline time.Time, ok bool) {
+	h := c.held
+	if h == nil {
+		return nil, time.Time{}, false
+	}
+	c.held = nil
+	return h.b, time.Now().Add(h.by - c.engine().now()), true
 }
 
 // Conn is kept small: it is most of what a parked connection costs the

@@ -46,7 +46,14 @@
 // The idle timeout is the listener's, the same for every connection, so
 // each loop keeps its parked connections in a doubly-linked list in park
 // order and closes from the head those parked too long, every IdleTimeout/8
-// (10ms to 1s): no timer per connection, O(1) work per connection.
+// (10ms to 1s): no timer per connection, O(1) work per connection. A
+// connection whose next request has begun (a head still arriving, a
+// slowloris) can park too: the handler hands the bytes read so far to
+// Conn.Hold, which keeps a copy with a deadline (the head timeout, from
+// the head's first byte), and Conn.Held gives them back at the next
+// dispatch. Such connections are on a second list, scanned whole at
+// each sweep (a second at most) and closed past their deadline; the
+// idle timeout does not apply to them.
 //
 // Every epoll_ctl on a connection runs with its descriptor held (the
 // engine socket's reference count, or RawConn.Control for a
@@ -103,6 +110,8 @@
 //     deadlines, two locks, the two addresses as netip.AddrPort) and the
 //     loop's slot.
 //     The kernel's socket memory (2-3 KiB) comes on top and is not in RSS.
+//   - Parked with a request begun (Conn.Hold): the above plus the bytes
+//     held and 40 bytes, no goroutine.
 //   - Being served: the above plus a goroutine (its stack starts at the
 //     runtime's average stack size, 2 KiB or more) and whatever the Handler
 //     holds (the HTTP/1 server's pooled buffers); a call that waits takes

@@ -43,6 +43,7 @@ type Handler interface {
 type Stats struct {
 	Open     int // accepted and not yet closed, in any state
 	Parked   int // waiting on a loop for bytes; no goroutine held
+	Held     int // of Parked, those with a request begun (Conn.Hold)
 	Active   int // in a Handler.Serve call
 	Tunnels  int // tunnels (each a client and an upstream connection)
 	Detached int // taken over by a handler, not yet closed
@@ -61,7 +62,7 @@ type Engine struct {
 	sem   chan struct{} // MaxConns slots; nil: no limit
 	epoch time.Time     // parked times count from here
 
-	open, parked, active, tunnels, detached atomic.Int64
+	open, parked, held, active, tunnels, detached atomic.Int64
 
 	// idle and noDelay are cfg's IdleTimeout and NoDelay as set last
 	// (SetIdleTimeout, SetNoDelay): a reload changes them while serving.
@@ -203,6 +204,7 @@ func (e *Engine) Stats() Stats {
 	return Stats{
 		Open:     int(e.open.Load()),
 		Parked:   int(e.parked.Load()),
+		Held:     int(e.held.Load()),
 		Active:   int(e.active.Load()),
 		Tunnels:  int(e.tunnels.Load()),
 		Detached: int(e.detached.Load()),

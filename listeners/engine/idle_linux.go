@@ -13,30 +13,53 @@ import (
 // oldest are at the head and a sweep stops at the first that is young
 // enough: O(1) per connection, no timer per connection.
 
-func (l *loop) link(c *Conn) {
-	c.prev, c.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = c
-	} else {
-		l.head = c
+//
+// A connection parked with a request begun (Conn.Hold) is on a second
+// list, the held list, with a deadline of its own (the head timeout,
+// from the head's first byte): the sweep scans that list whole. Its
+// connections are few (slow clients) and each costs the scan a compare.
+
+// list returns the ends of the list c belongs on: c.held does not change
+// while c is linked (the handler sets and clears it while serving).
+func (l *loop) list(c *Conn) (head, tail **Conn) {
+	if c.held != nil {
+		return &l.hhead, &l.htail
 	}
-	l.tail = c
+	return &l.head, &l.tail
+}
+
+func (l *loop) link(c *Conn) {
+	head, tail := l.list(c)
+	c.prev, c.next = *tail, nil
+	if *tail != nil {
+		(*tail).next = c
+	} else {
+		*head = c
+	}
+	*tail = c
 	l.e.parked.Add(1)
+	if c.held != nil {
+		l.e.held.Add(1)
+	}
 }
 
 func (l *loop) unlink(c *Conn) {
+	head, tail := l.list(c)
 	if c.prev != nil {
 		c.prev.next = c.next
 	} else {
-		l.head = c.next
+		*head = c.next
 	}
 	if c.next != nil {
 		c.next.prev = c.prev
 	} else {
-		l.tail = c.prev
+		*tail = c.prev
 	}
 	c.prev, c.next = nil, nil
 	l.e.parked.Add(-1)
+	if c.held != nil {
+		l.e.held.Add(-1)
+	}
 }
 
 // sweep closes the connections parked before cutoff.
@@ -46,9 +69,37 @@ func (l *loop) sweep(cutoff time.Duration) {
 	}
 }
 
-// claimIdle takes every parked connection off the loop, for shutdown.
+// sweepHeld closes the held connections whose deadline is past now.
+func (l *loop) sweepHeld(now time.Duration) {
+	l.mu.Lock()
+	var out []*Conn
+	for c := l.hhead; c != nil; {
+		next := c.next
+		if c.held.by <= now {
+			l.unlink(c)
+			c.w.state = stBusy
+			out = append(out, c)
+		}
+		c = next
+	}
+	l.mu.Unlock()
+	for _, c := range out {
+		c.Close()
+	}
+}
+
+// claimIdle takes every parked connection off the loop, for shutdown:
+// the held ones too (their requests have not been read).
 func (l *loop) claimIdle() []*Conn {
-	return l.claim(1<<63 - 1)
+	out := l.claim(1<<63 - 1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := l.hhead; c != nil; c = l.hhead {
+		l.unlink(c)
+		c.w.state = stBusy
+		out = append(out, c)
+	}
+	return out
 }
 
 // claim takes the connections parked before cutoff off the idle list and

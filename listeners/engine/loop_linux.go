@@ -33,7 +33,9 @@ type loop struct {
 	slots      []*watch // registered sockets by idx-1; the force-close registry
 	free       []uint32 // free slot indexes
 	gen        uint32
-	head, tail *Conn             // parked connections, oldest first
+	head, tail *Conn // parked connections, oldest first
+	hhead      *Conn // parked connections with a request begun (Conn.Hold)
+	htail      *Conn
 	running    bool              // run was started
 	buf        [inlineBurst]byte // tunnel bytes copied on the loop goroutine
 	stopped    bool              // no more arming; the epoll fd is (being) closed
@@ -147,6 +149,7 @@ func (l *loop) run() {
 			if idle > 0 {
 				l.sweep(l.e.now() - idle)
 			}
+			l.sweepHeld(l.e.now())
 			f.SetReadDeadline(time.Now().Add(sweepEvery(idle)))
 		case err != nil:
 			l.e.fail(fmt.Errorf("waiting for events: %w", err))

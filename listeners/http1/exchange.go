@@ -21,16 +21,17 @@ import (
 // the request being served. Pooled by the Server; nothing of it stays with
 // a parked connection.
 type exchange struct {
-	s     *Server
-	c     *engine.Conn
-	small []byte      // this exchange's smallBuf read buffer
-	buf   []byte      // the read buffer in use: small, big or grown
-	r, w  int         // unread bytes: buf[r:w]
-	dl    atomic.Bool // a read deadline may be set on c
-	tls   bool        // c's bytes pass through TLS: no raw socket reads or writes
-	tlsV  uint16      // the TLS version and SNI name when tls, for the request
-	sni   string
-	cert  *x509.Certificate // the client's verified certificate, if any
+	s      *Server
+	c      *engine.Conn
+	small  []byte      // this exchange's smallBuf read buffer
+	buf    []byte      // the read buffer in use: small, big or grown
+	r, w   int         // unread bytes: buf[r:w]
+	headBy time.Time   // the head being read must end by then (read_header_timeout)
+	dl     atomic.Bool // a read deadline may be set on c
+	tls    bool        // c's bytes pass through TLS: no raw socket reads or writes
+	tlsV   uint16      // the TLS version and SNI name when tls, for the request
+	sni    string
+	cert   *x509.Certificate // the client's verified certificate, if any
 
 	remote, local netip.AddrPort
 	req           httpmsg.Request
@@ -83,7 +84,11 @@ func (x *exchange) serveConn(c *engine.Conn) engine.Action {
 	}
 	x.remote = c.RemoteAddrPort()
 	x.local = c.LocalAddrPort()
+	held := x.restoreHead()
 	if act, ok := x.firstRead(); !ok {
+		if held && act == engine.Park {
+			return x.holdHead() // woken with nothing new
+		}
 		return act
 	}
 	for first := true; ; first = false {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/edgeway/edgeway/internal/http1"
@@ -46,7 +47,23 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 			}
 		}
 		if !x.dl.Load() {
-			x.setDeadline(time.Now().Add(x.s.readHeaderTimeout()))
+			x.headBy = time.Now().Add(x.s.readHeaderTimeout())
+			x.setDeadline(x.headBy)
+		}
+		if x.r < x.w && !x.tls {
+			// A head begun and not ended: rather than wait in a read
+			// (a goroutine and this exchange for as long as the client
+			// takes), the connection parks with what came (holdHead).
+			n, err := x.tryFill()
+			switch {
+			case n > 0:
+				continue
+			case errors.Is(err, errHeadTooLarge):
+				return x.refuse(http.StatusRequestHeaderFieldsTooLarge, "head too large"), false
+			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
+				return x.holdHead(), false
+			}
+			return engine.Close, false
 		}
 		if err := x.fill(); err != nil {
 			if errors.Is(err, errHeadTooLarge) {
@@ -55,6 +72,72 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 			return engine.Close, false
 		}
 	}
+}
+
+// holdHead parks the connection with the head begun in the buffer: the
+// engine keeps a copy of those bytes (Conn.Hold) and closes the
+// connection at the head's deadline; restoreHead puts them back at the
+// next dispatch. Only the buffered head is kept: a slowloris costs the
+// parked connection and its bytes, no goroutine and no buffer.
+func (x *exchange) holdHead() engine.Action {
+	x.c.Hold(x.buf[x.r:x.w], x.headBy)
+	x.r, x.w = 0, 0
+	x.clearDeadline()
+	return engine.Park
+}
+
+// restoreHead puts back what holdHead kept, with its deadline, and
+// reports whether there was anything.
+func (x *exchange) restoreHead() bool {
+	b, by, ok := x.c.Held()
+	if !ok {
+		return false
+	}
+	if len(b) >= len(x.buf) {
+		x.buf = x.s.getBig() // holdHead kept less than a full buffer of bigSize
+	}
+	x.w = copy(x.buf, b)
+	x.headBy = by
+	x.setDeadline(by)
+	return true
+}
+
+// room makes room in the buffer for a read: it moves unread bytes to the
+// front, or grows the buffer up to the head limit.
+func (x *exchange) room() error {
+	if x.w < len(x.buf) {
+		return nil
+	}
+	switch {
+	case x.r > 0:
+		x.w = copy(x.buf, x.buf[x.r:x.w])
+		x.r = 0
+	case len(x.buf) < x.s.bigSize:
+		big := x.s.getBig()
+		x.w = copy(big, x.buf[x.r:x.w])
+		x.buf = big
+	default:
+		return errHeadTooLarge
+	}
+	return nil
+}
+
+// tryFill is fill with a read that does not wait: EAGAIN when the
+// socket has nothing.
+func (x *exchange) tryFill() (int, error) {
+	if err := x.room(); err != nil {
+		return 0, err
+	}
+	if err := x.c.Raw().Read(x.tryFn); err != nil {
+		return 0, err
+	}
+	n, err := x.tryN, x.tryErr
+	x.tryErr = nil
+	x.w += n
+	if n == 0 && err == nil {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // parseHead looks at the buffered bytes: an HTTP/2 preface, a complete
@@ -137,18 +220,8 @@ func looksHTTP1(b []byte) bool {
 // Only called between requests, when no string of a request points into
 // the buffer.
 func (x *exchange) fill() error {
-	if x.w == len(x.buf) {
-		switch {
-		case x.r > 0:
-			x.w = copy(x.buf, x.buf[x.r:x.w])
-			x.r = 0
-		case len(x.buf) < x.s.bigSize:
-			big := x.s.getBig()
-			x.w = copy(big, x.buf[x.r:x.w])
-			x.buf = big
-		default:
-			return errHeadTooLarge
-		}
+	if err := x.room(); err != nil {
+		return err
 	}
 	n, err := x.c.Read(x.buf[x.w:])
 	x.w += n

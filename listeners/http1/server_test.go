@@ -59,7 +59,8 @@ func TestPartialPreface(t *testing.T) {
 	ts := start(t, h2cConfig(), okHandler())
 	c := dial(t, ts)
 	io.WriteString(c, http2.ClientPreface[:10])
-	testutil.WaitFor(t, "the partial preface being read", func() bool { return ts.e.Stats().Active == 1 })
+	// The partial preface is read and held while the connection parks.
+	testutil.WaitFor(t, "the partial preface being read", func() bool { return ts.e.Stats().Held == 1 })
 	io.WriteString(c, http2.ClientPreface[10:])
 	fr := http2.NewFramer(c, c)
 	if err := fr.WriteSettings(); err != nil {
