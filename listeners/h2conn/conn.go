@@ -55,7 +55,7 @@ type conn struct {
 	recent     [32]uint32   // streams lately reset by this side: their frames are ignored
 	nrecent    uint32
 	ctl        int32         // reader
-	answered   bool          // a HEADERS or DATA frame was queued since the client's last PING
+	credit     int8          // control frames the client earned with answers (earnLocked)
 	prefaced   bool          // reader: the client's preface was read
 	parkDue    bool          // reader: idle for parkGrace, park if still idle
 	deadline   uint8         // the read deadline armed: dlNone, dlIdle, dlHeader, dlWake, dlPark
@@ -334,6 +334,33 @@ func (c *conn) control() error {
 	}
 	c.ctl, c.ctlStart = 1, now
 	return nil
+}
+
+// maxCredit bounds the control frames answers can earn ahead.
+const maxCredit = 16
+
+// earnLocked notes an answer queued (a HEADERS or DATA frame): it earns
+// the client one PING or tiny WINDOW_UPDATE that control does not
+// count. gRPC clients send, for about every round trip while data
+// arrives, a WINDOW_UPDATE of what they took (often a few bytes) and a
+// PING (BDP estimation): far past MaxControlPerSecond on a fast link,
+// and each earned by an answer. A flood gets no answer between its
+// frames: it is counted. c.mu is held.
+func (c *conn) earnLocked() {
+	if c.credit < maxCredit {
+		c.credit++
+	}
+}
+
+// spend takes one earned control frame; false when there is none.
+func (c *conn) spend() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.credit == 0 {
+		return false
+	}
+	c.credit--
+	return true
 }
 
 // armHeaderDeadline bounds an open header block, once: from its first

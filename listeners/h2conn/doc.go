@@ -75,9 +75,9 @@
 // of CONTINUATION frames and bytes; SETTINGS, PING, RST_STREAM and
 // PRIORITY frames, empty DATA, tiny WINDOW_UPDATEs and unknown frames
 // past MaxControlPerSecond end the connection (rapid reset and floods;
-// a PING that follows an answer, a HEADERS or DATA frame this side
-// queued, is not counted: gRPC clients send one per round trip while data
-// arrives);
+// each HEADERS or DATA frame this side queues earns the client one PING
+// or tiny WINDOW_UPDATE that is not counted, up to 16 ahead: gRPC
+// clients send both once per round trip while data arrives);
 // streams past MaxConcurrentStreams, or handlers of reset streams past
 // twice it, are refused; a stream with no window or body progress for
 // StallTimeout is reset; content-length must be one number that matches

@@ -104,10 +104,10 @@ func TestTooManyStreams(t *testing.T) {
 	}
 }
 
-// TestPingEarnedByAnswers: a PING sent after each answer (gRPC's BDP
-// estimation: one per round trip while data arrives) is not counted
-// against MaxControlPerSecond, however many there are; the same number
-// of PINGs with no answer between them is a flood.
+// TestPingEarnedByAnswers: a tiny WINDOW_UPDATE and a PING sent after
+// each answer (gRPC's BDP estimation: both once per round trip while
+// data arrives) are not counted against MaxControlPerSecond, however
+// many there are; PINGs with no answer between them are a flood.
 func TestPingEarnedByAnswers(t *testing.T) {
 	ts := startServer(t, Config{MaxControlPerSecond: 10, Handler: handlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		w.WriteHead(200, nil, 2)
@@ -125,6 +125,9 @@ func TestPingEarnedByAnswers(t *testing.T) {
 				t.Fatalf("answer %d: got %v, want the answer", i, f)
 			}
 		}
+		// As grpc-go does before each BDP PING: a WINDOW_UPDATE of what
+		// it took, a few bytes.
+		rc.write(func() error { return rc.fr.WriteWindowUpdate(0, 2) })
 		rc.write(func() error { return rc.fr.WritePing(false, [8]byte{byte(i)}) })
 	}
 	rc.get(81, "/", true)

@@ -58,16 +58,8 @@ func (c *conn) onPing(fh frameHeader, p []byte) error {
 	case fh.flags&flagAck != 0:
 		return nil
 	}
-	// A PING that follows an answer (a HEADERS or DATA frame queued
-	// since the last one) is not counted against MaxControlPerSecond:
-	// gRPC clients send one per round trip while they receive data (BDP
-	// estimation), past 1000 a second on a fast link, each earned by an
-	// answer. A flood gets no answer between its PINGs.
-	c.mu.Lock()
-	earned := c.answered
-	c.answered = false
-	c.mu.Unlock()
-	if !earned {
+	// A PING earned by an answer is not counted (earnLocked).
+	if !c.spend() {
 		if err := c.control(); err != nil {
 			return err
 		}
@@ -142,9 +134,10 @@ func (c *conn) onWindowUpdate(fh frameHeader, p []byte) error {
 		return errFrameSize("WINDOW_UPDATE payload not 4 bytes")
 	}
 	incr := int64(binary.BigEndian.Uint32(p) & 0x7fffffff)
-	if incr < 1024 {
+	if incr < 1024 && !c.spend() {
 		// Tiny increments make the server send tiny frames: counted as
-		// control frames, so that a flood of them ends the connection.
+		// control frames, so that a flood of them ends the connection,
+		// unless an answer earned it (earnLocked).
 		if err := c.control(); err != nil {
 			return err
 		}

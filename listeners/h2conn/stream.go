@@ -150,9 +150,9 @@ func (c *conn) answerLocked(st *stream, status int, reason string) {
 	blk = appendField(blk, "content-type", "text/plain; charset=utf-8")
 	blk = appendContentLength(blk, int64(len(text)))
 	c.out = appendHeaderFrames(c.out, st.id, blk, false, c.peerFrame)
-	c.answered = true
+	c.earnLocked()
 	c.out = appendFrameHeader(c.out, len(text), frameData, flagEndStream, st.id)
-	c.answered = true
+	c.earnLocked()
 	c.out = append(c.out, text...)
 	c.endLocalLocked(st)
 }

@@ -71,7 +71,7 @@ func (st *stream) sendInterim() error {
 		return err
 	}
 	c.out = appendHeaderFrames(c.out, st.id, st.w.hbuf, false, c.peerFrame)
-	c.answered = true
+	c.earnLocked()
 	c.wakeWriterLocked()
 	return nil
 }
@@ -179,7 +179,7 @@ func (st *stream) send(p []byte, end bool) error {
 			w.headSent = true
 			headEnd := end && len(p) == 0
 			c.out = appendHeaderFrames(c.out, st.id, w.hbuf, headEnd, c.peerFrame)
-			c.answered = true
+			c.earnLocked()
 			if headEnd {
 				w.ended = true
 				c.wakeWriterLocked()
@@ -189,7 +189,7 @@ func (st *stream) send(p []byte, end bool) error {
 		if len(p) == 0 {
 			if end {
 				c.out = appendFrameHeader(c.out, 0, frameData, flagEndStream, st.id)
-				c.answered = true
+				c.earnLocked()
 				w.ended = true
 			}
 			c.wakeWriterLocked()
@@ -212,7 +212,7 @@ func (st *stream) send(p []byte, end bool) error {
 			flags, w.ended = flagEndStream, true
 		}
 		c.out = appendFrameHeader(c.out, int(n), frameData, flags, st.id)
-		c.answered = true
+		c.earnLocked()
 		c.out = append(c.out, p[:n]...)
 		st.sendWindow -= n
 		c.sendWindow -= n
@@ -290,7 +290,7 @@ func (st *stream) sendTrailers() {
 		return
 	}
 	c.out = appendHeaderFrames(c.out, st.id, st.w.tbuf, true, c.peerFrame)
-	c.answered = true
+	c.earnLocked()
 	st.w.ended = true
 	c.wakeWriterLocked()
 }
