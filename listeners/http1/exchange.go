@@ -146,7 +146,11 @@ func (x *exchange) firstRead() (engine.Action, bool) {
 func (x *exchange) firstTLSRead() (engine.Action, bool) {
 	x.c.SetReadDeadline(longAgo)
 	n, err := x.c.Read(x.buf[x.w:])
-	x.c.SetReadDeadline(time.Time{})
+	var dl time.Time // none, or a held head's (restoreHead)
+	if x.dl.Load() {
+		dl = x.headBy
+	}
+	x.c.SetReadDeadline(dl)
 	if n > 0 {
 		x.w += n
 		return 0, true
@@ -157,7 +161,10 @@ func (x *exchange) firstTLSRead() (engine.Action, bool) {
 	if !x.socketReadable() {
 		return engine.Park, false
 	}
-	x.setDeadline(time.Now().Add(x.s.readHeaderTimeout()))
+	if !x.dl.Load() {
+		x.headBy = time.Now().Add(x.s.readHeaderTimeout())
+	}
+	x.setDeadline(x.headBy)
 	if err := x.fill(); err != nil {
 		return engine.Close, false
 	}

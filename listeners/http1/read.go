@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -50,7 +51,7 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 			x.headBy = time.Now().Add(x.s.readHeaderTimeout())
 			x.setDeadline(x.headBy)
 		}
-		if x.r < x.w && !x.tls {
+		if x.r < x.w {
 			// A head begun and not ended: rather than wait in a read
 			// (a goroutine and this exchange for as long as the client
 			// takes), the connection parks with what came (holdHead).
@@ -62,8 +63,11 @@ func (x *exchange) readHead(first bool) (engine.Action, bool) {
 				return x.refuse(http.StatusRequestHeaderFieldsTooLarge, "head too large"), false
 			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
 				return x.holdHead(), false
+			case errors.Is(err, errReadable):
+				// TLS with record bytes on the socket: wait for them
+			default:
+				return engine.Close, false
 			}
-			return engine.Close, false
 		}
 		if err := x.fill(); err != nil {
 			if errors.Is(err, errHeadTooLarge) {
@@ -122,11 +126,32 @@ func (x *exchange) room() error {
 	return nil
 }
 
+// errReadable: over TLS, no decrypted byte is buffered but the socket
+// has some (a record may be arriving in parts): a read may wait.
+var errReadable = errors.New("http1: the socket has bytes to read")
+
 // tryFill is fill with a read that does not wait: EAGAIN when the
-// socket has nothing.
+// socket has nothing. Over TLS it takes what crypto/tls holds, and
+// reports errReadable when that is nothing but the socket has bytes;
+// the head's deadline stays set.
 func (x *exchange) tryFill() (int, error) {
 	if err := x.room(); err != nil {
 		return 0, err
+	}
+	if x.tls {
+		x.c.SetReadDeadline(longAgo)
+		n, err := x.c.Read(x.buf[x.w:])
+		x.c.SetReadDeadline(x.headBy)
+		x.w += n
+		switch {
+		case n > 0:
+			return n, nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return 0, err
+		case x.socketReadable():
+			return 0, errReadable
+		}
+		return 0, syscall.EAGAIN
 	}
 	if err := x.c.Raw().Read(x.tryFn); err != nil {
 		return 0, err
