@@ -1,9 +1,6 @@
 package stdhttp
 
 import (
-	"crypto/rand"
-	"crypto/sha1"
-	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -36,9 +33,6 @@ import (
 // GODEBUG has http2xconnect=1; such a request, or one over HTTP/3 for
 // another protocol, is answered 501.
 
-// wsGUID is the value RFC 6455 §1.3 appends to Sec-WebSocket-Key.
-const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-
 var errBadSwitch = errors.New("stdhttp: the upstream's 101 does not answer the WebSocket handshake sent")
 
 // wsState is an extended CONNECT's, on its writer.
@@ -67,29 +61,18 @@ func extendedConnect(r *http.Request) (extended, served bool) {
 // GET with Upgrade it stands for; w keeps the key and the client's
 // stream.
 func asWebSocketGET(req *httpmsg.Request, w *writer) {
-	key := newWebSocketKey()
+	key := httpmsg.NewWebSocketKey()
 	req.Header = append(req.Header.Del("Sec-Websocket-Key"), httpmsg.Field{Name: "Connection", Value: "Upgrade"},
 		httpmsg.Field{Name: "Upgrade", Value: "websocket"}, httpmsg.Field{Name: "Sec-WebSocket-Key", Value: key})
 	w.ws = &wsState{key: key, body: req.Body}
 	req.Method, req.Body, req.ContentLength, req.Trailer = http.MethodGet, nil, 0, nil
 }
 
-func newWebSocketKey() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-func acceptFor(key string) string {
-	h := sha1.Sum([]byte(key + wsGUID))
-	return base64.StdEncoding.EncodeToString(h[:])
-}
-
 // switchWebSocket is WriteHead(101) for an extended CONNECT: a 200
 // without the HTTP/1.1 handshake's fields, or 502 when the 101 does not
 // answer the key sent.
 func (w *writer) switchWebSocket(h httpmsg.Header) error {
-	if !httpmsg.EqualFold(h.Get("Upgrade"), "websocket") || h.Get("Sec-WebSocket-Accept") != acceptFor(w.ws.key) {
+	if !httpmsg.EqualFold(h.Get("Upgrade"), "websocket") || h.Get("Sec-WebSocket-Accept") != httpmsg.WebSocketAccept(w.ws.key) {
 		w.WriteHead(http.StatusBadGateway, nil, 0)
 		return errBadSwitch
 	}

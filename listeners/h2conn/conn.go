@@ -352,6 +352,22 @@ func (c *conn) earnLocked() {
 	}
 }
 
+// queueHeadersLocked queues a header block for stream id (split into
+// CONTINUATION frames as the client's frame size asks) and earns the
+// client a control frame. c.mu is held.
+func (c *conn) queueHeadersLocked(id uint32, block []byte, endStream bool) {
+	c.out = appendHeaderFrames(c.out, id, block, endStream, c.peerFrame)
+	c.earnLocked()
+}
+
+// queueDataLocked queues the header of a DATA frame of n bytes (the
+// caller appends the payload) and earns the client a control frame.
+// c.mu is held.
+func (c *conn) queueDataLocked(n int, flags byte, id uint32) {
+	c.out = appendFrameHeader(c.out, n, frameData, flags, id)
+	c.earnLocked()
+}
+
 // spend takes one earned control frame; false when there is none.
 func (c *conn) spend() bool {
 	c.mu.Lock()

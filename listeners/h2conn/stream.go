@@ -145,16 +145,7 @@ func (c *conn) removeLocked(st *stream) {
 // and reports it; c.mu is held.
 func (c *conn) answerLocked(st *stream, status int, reason string) {
 	c.refuse(status, reason)
-	text := http.StatusText(status) + "\n"
-	blk := appendStatus(nil, status)
-	blk = appendField(blk, "content-type", "text/plain; charset=utf-8")
-	blk = appendContentLength(blk, int64(len(text)))
-	c.out = appendHeaderFrames(c.out, st.id, blk, false, c.peerFrame)
-	c.earnLocked()
-	c.out = appendFrameHeader(c.out, len(text), frameData, flagEndStream, st.id)
-	c.earnLocked()
-	c.out = append(c.out, text...)
-	c.endLocalLocked(st)
+	c.answerPlainLocked(st, status)
 }
 
 // endLocalLocked closes this side of st once its response is queued: a

@@ -1,9 +1,6 @@
 package h2conn
 
 import (
-	"crypto/rand"
-	"crypto/sha1"
-	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -42,9 +39,6 @@ const settingEnableConnectProtocol = 0x8
 // codeConnect is CONNECT_ERROR: the tunnel's upstream connection failed
 // (RFC 9113 §8.5).
 const codeConnect = 0xa
-
-// wsGUID is the value RFC 6455 §1.3 appends to Sec-WebSocket-Key.
-const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 // wsChunk is the buffer the upstream's bytes are read into, and the
 // receive buffer a tunnel keeps once emptied.
@@ -86,26 +80,13 @@ func (c *conn) extendedConnect() (status int, malformed string) {
 	case hb.protocol != "websocket":
 		return http.StatusNotImplemented, ""
 	}
-	key := newWebSocketKey()
+	key := httpmsg.NewWebSocketKey()
 	st.fields = st.fields.Del("sec-websocket-key")
 	st.fields = append(st.fields, httpmsg.Field{Name: "connection", Value: "Upgrade"},
 		httpmsg.Field{Name: "upgrade", Value: "websocket"}, httpmsg.Field{Name: "sec-websocket-key", Value: key})
 	st.req.Method = http.MethodGet
 	st.ws.on, st.ws.key = true, key
 	return 0, ""
-}
-
-// newWebSocketKey returns a fresh Sec-WebSocket-Key (RFC 6455 §4.1).
-func newWebSocketKey() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-// acceptFor is the Sec-WebSocket-Accept that answers key.
-func acceptFor(key string) string {
-	h := sha1.Sum([]byte(key + wsGUID))
-	return base64.StdEncoding.EncodeToString(h[:])
 }
 
 // answerPlainLocked answers st with status and its text, not counted as
@@ -115,10 +96,8 @@ func (c *conn) answerPlainLocked(st *stream, status int) {
 	blk := appendStatus(nil, status)
 	blk = appendField(blk, "content-type", "text/plain; charset=utf-8")
 	blk = appendContentLength(blk, int64(len(text)))
-	c.out = appendHeaderFrames(c.out, st.id, blk, false, c.peerFrame)
-	c.earnLocked()
-	c.out = appendFrameHeader(c.out, len(text), frameData, flagEndStream, st.id)
-	c.earnLocked()
+	c.queueHeadersLocked(st.id, blk, false)
+	c.queueDataLocked(len(text), flagEndStream, st.id)
 	c.out = append(c.out, text...)
 	c.endLocalLocked(st)
 }
@@ -132,7 +111,7 @@ func (st *stream) switchWebSocket(h httpmsg.Header) error {
 	if !st.ws.on {
 		return errNoTunnel
 	}
-	if !httpmsg.EqualFold(h.Get("Upgrade"), "websocket") || h.Get("Sec-WebSocket-Accept") != acceptFor(st.ws.key) {
+	if !httpmsg.EqualFold(h.Get("Upgrade"), "websocket") || h.Get("Sec-WebSocket-Accept") != httpmsg.WebSocketAccept(st.ws.key) {
 		st.WriteHead(http.StatusBadGateway, nil, 0)
 		return errBadSwitch
 	}

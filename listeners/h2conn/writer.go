@@ -70,8 +70,7 @@ func (st *stream) sendInterim() error {
 	if err := st.writableLocked(); err != nil {
 		return err
 	}
-	c.out = appendHeaderFrames(c.out, st.id, st.w.hbuf, false, c.peerFrame)
-	c.earnLocked()
+	c.queueHeadersLocked(st.id, st.w.hbuf, false)
 	c.wakeWriterLocked()
 	return nil
 }
@@ -178,8 +177,7 @@ func (st *stream) send(p []byte, end bool) error {
 		if !w.headSent {
 			w.headSent = true
 			headEnd := end && len(p) == 0
-			c.out = appendHeaderFrames(c.out, st.id, w.hbuf, headEnd, c.peerFrame)
-			c.earnLocked()
+			c.queueHeadersLocked(st.id, w.hbuf, headEnd)
 			if headEnd {
 				w.ended = true
 				c.wakeWriterLocked()
@@ -188,8 +186,7 @@ func (st *stream) send(p []byte, end bool) error {
 		}
 		if len(p) == 0 {
 			if end {
-				c.out = appendFrameHeader(c.out, 0, frameData, flagEndStream, st.id)
-				c.earnLocked()
+				c.queueDataLocked(0, flagEndStream, st.id)
 				w.ended = true
 			}
 			c.wakeWriterLocked()
@@ -211,8 +208,7 @@ func (st *stream) send(p []byte, end bool) error {
 		if end && int(n) == len(p) {
 			flags, w.ended = flagEndStream, true
 		}
-		c.out = appendFrameHeader(c.out, int(n), frameData, flags, st.id)
-		c.earnLocked()
+		c.queueDataLocked(int(n), flags, st.id)
 		c.out = append(c.out, p[:n]...)
 		st.sendWindow -= n
 		c.sendWindow -= n
@@ -289,8 +285,7 @@ func (st *stream) sendTrailers() {
 	if st.writableLocked() != nil {
 		return
 	}
-	c.out = appendHeaderFrames(c.out, st.id, st.w.tbuf, true, c.peerFrame)
-	c.earnLocked()
+	c.queueHeadersLocked(st.id, st.w.tbuf, true)
 	st.w.ended = true
 	c.wakeWriterLocked()
 }
