@@ -36,11 +36,11 @@ func (f *freeSpace) enough(dir string, n int64) bool {
 	if stale {
 		f.read(dir)
 	}
-	f.reserved.Add(n)
 	if f.spare.Add(-n) < 0 {
 		f.spare.Add(n)
 		return false
 	}
+	f.reserved.Add(n)
 	return true
 }
 
@@ -58,6 +58,9 @@ func (f *freeSpace) read(dir string) {
 		return // another spill just read it
 	}
 	avail, total, ok := statFS(dir) // a var: tests read a file system of their own making
+	// Bytes reserved and not yet written are not in this reading: the
+	// floor may be passed by what spills write meanwhile, a freeSlack at
+	// most between readings.
 	spare := int64(1) << 62
 	if ok {
 		spare = avail - total*MinFreePercent/100

@@ -34,7 +34,8 @@ func TestDiskFreeFloor(t *testing.T) {
 	}
 	b.Release(true)
 
-	// Room again: the next reading (forced here by the slack) sees it.
+	// Room again: the next reading (forced here by clearing the last
+	// one's time) sees it.
 	avail = total / 2
 	p.free.at.Store(0)
 	var c Buffer

@@ -95,11 +95,11 @@ func (q *Queue) space(stage []byte) ([]byte, bool, error) {
 			q.rewind()
 		}
 		if q.max <= 0 || q.held < q.max {
-			p, toFile, ok := q.spaceLocked(stage, q.spillNow)
+			p, toFile, ok, full := q.spaceLocked(stage, q.spillNow)
 			if ok {
 				return p, toFile, nil
 			}
-			if p == nil && !q.spillNow {
+			if full {
 				// Memory is full and the next bytes would go to a file:
 				// give the consumer SpillGrace to make room first.
 				q.graceLocked()
@@ -145,14 +145,16 @@ func (q *Queue) graceLocked() {
 
 // spaceLocked finds room: the last chunk's free tail, a new chunk, or the
 // stage for the file. q.mu is held. With spill false it does not go to
-// the file, and returns a nil slice and false where it would have.
-func (q *Queue) spaceLocked(stage []byte, spill bool) ([]byte, bool, bool) {
+// the file where memory is full and bytes are held: it reports full
+// instead (the caller gives the consumer a grace first).
+func (q *Queue) spaceLocked(stage []byte, spill bool) (p []byte, toFile, ok, full bool) {
 	if q.toFile {
-		return q.fileSpace(stage)
+		p, toFile, ok = q.fileSpace(stage)
+		return p, toFile, ok, false
 	}
 	if k := len(q.chunks); k > 0 {
 		if last := q.chunks[k-1]; len(last) < cap(last) {
-			return last[len(last):cap(last)], false, true
+			return last[len(last):cap(last)], false, true, false
 		}
 	}
 	lim := q.pool.lim.Load()
@@ -167,12 +169,13 @@ func (q *Queue) spaceLocked(stage []byte, spill bool) ([]byte, bool, bool) {
 	case q.memRes+Chunk <= mem && reserve(&q.pool.memory, Chunk, lim.Memory):
 		q.addChunk(Chunk)
 	case !spill && q.held > 0:
-		return nil, false, false
+		return nil, false, false, true
 	default:
-		return q.fileSpace(stage)
+		p, toFile, ok = q.fileSpace(stage)
+		return p, toFile, ok, false
 	}
 	last := q.chunks[len(q.chunks)-1]
-	return last[:cap(last)], false, true
+	return last[:cap(last)], false, true, false
 }
 
 // fileSpace opens the file when needed and reserves disk for a read into

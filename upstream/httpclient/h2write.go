@@ -47,7 +47,6 @@ type coalescedConn struct {
 	wake    sync.Cond // the writer: bytes queued or closing; Writes: room made
 	queued  []byte
 	spare   []byte // the buffer the writer hands back
-	writing bool   // the writer holds a buffer it is sending
 	err     error  // the first write error
 	closing bool
 	done    chan struct{} // closed once the writer closed the connection
@@ -96,17 +95,15 @@ func (c *coalescedConn) writer() {
 		for len(c.queued) == 0 && !c.closing {
 			c.wake.Wait()
 		}
-		if len(c.queued) == 0 || c.err != nil {
-			return // closing, everything sent (or nothing can be)
+		if len(c.queued) == 0 {
+			return // closing, everything sent
 		}
 		out := c.queued
 		c.queued, c.spare = c.spare[:0], nil
-		c.writing = true
 		c.wake.Broadcast() // room for waiting Writes
 		c.mu.Unlock()
 		_, err := c.Conn.Write(out)
 		c.mu.Lock()
-		c.writing = false
 		if cap(out) <= keepBufBytes {
 			c.spare = out[:0]
 		}
@@ -128,8 +125,14 @@ func (c *coalescedConn) Close() error {
 	c.wake.Broadcast()
 	c.mu.Unlock()
 	if first {
-		// Bounds the queued bytes' write and a TLS close_notify alike.
+		// Bounds the queued bytes' write. A TLS close_notify sets a
+		// deadline of its own (5 s), so over TLS the socket itself is
+		// closed once closeFlushTimeout has passed.
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(closeFlushTimeout))
+		if tc, ok := c.Conn.(*tls.Conn); ok {
+			t := time.AfterFunc(closeFlushTimeout, func() { tc.NetConn().Close() })
+			defer t.Stop()
+		}
 	}
 	<-c.done
 	return nil

@@ -2,6 +2,7 @@ package httpclient
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeway/edgeway/internal/testutil"
 )
 
 // loopbackPair is a connected pair of TCP sockets on loopback.
@@ -136,45 +139,65 @@ func TestCoalescedConnWriteErrorSticks(t *testing.T) {
 // cannot hold Close (x/net calls it from its read loop) past the flush
 // timeout.
 func TestCoalescedConnCloseBoundedByStalledPeer(t *testing.T) {
-	nc, peer := loopbackPair(t)
-	_ = peer.(*net.TCPConn).SetReadBuffer(4096)
-	_ = nc.(*net.TCPConn).SetWriteBuffer(4096)
-	c := coalesce(nc)
-	// Far more than the socket buffers hold: the second Write returns
-	// only once the writer took the first chunk, which write(2) cannot
-	// finish; the third waits for room.
-	chunk := make([]byte, 1<<20)
-	progress := make(chan struct{}, 128)
-	wrote := make(chan struct{})
-	go func() {
-		defer close(wrote)
-		for range 128 {
-			if _, err := c.Write(chunk); err != nil {
-				return
+	for _, overTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "tls"}[overTLS], func(t *testing.T) {
+			nc, peer := loopbackPair(t)
+			_ = peer.(*net.TCPConn).SetReadBuffer(4096)
+			_ = nc.(*net.TCPConn).SetWriteBuffer(4096)
+			if overTLS {
+				// A TLS close_notify sets a 5 s deadline of its own: Close
+				// must still end within closeFlushTimeout and some slack.
+				ca := testutil.NewCA(t, "coalesce CA")
+				srv := tls.Server(peer, &tls.Config{Certificates: []tls.Certificate{ca.TLSCert(t, testutil.IssueOptions{}, "up.test")}})
+				cl := tls.Client(nc, &tls.Config{RootCAs: ca.Pool, ServerName: "up.test"})
+				hs := make(chan error, 1)
+				go func() { hs <- srv.Handshake() }()
+				if err := cl.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-hs; err != nil {
+					t.Fatal(err)
+				}
+				nc = cl
 			}
-			progress <- struct{}{}
-		}
-	}()
-	for range 2 {
-		select {
-		case <-progress:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the first two Writes did not return")
-		}
-	}
-	start := time.Now()
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(closeFlushTimeout + 10*time.Second):
-		t.Fatal("Close blocked on a server that does not read")
-	}
-	<-wrote
-	if d := time.Since(start); d > closeFlushTimeout+10*time.Second {
-		t.Fatalf("Close took %v", d)
-	}
-	if _, err := c.Write([]byte("x")); err == nil {
-		t.Fatal("a Write after Close succeeded")
+			c := coalesce(nc)
+			// Far more than the socket buffers hold: the second Write returns
+			// only once the writer took the first chunk, which write(2) cannot
+			// finish; the third waits for room.
+			chunk := make([]byte, 1<<20)
+			progress := make(chan struct{}, 128)
+			wrote := make(chan struct{})
+			go func() {
+				defer close(wrote)
+				for range 128 {
+					if _, err := c.Write(chunk); err != nil {
+						return
+					}
+					progress <- struct{}{}
+				}
+			}()
+			for range 2 {
+				select {
+				case <-progress:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the first two Writes did not return")
+				}
+			}
+			start := time.Now()
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			select {
+			case <-closed:
+			case <-time.After(closeFlushTimeout + 10*time.Second):
+				t.Fatal("Close blocked on a server that does not read")
+			}
+			if d := time.Since(start); d > closeFlushTimeout+3*time.Second {
+				t.Errorf("Close took %v on a server that does not read, want about %v", d, closeFlushTimeout)
+			}
+			<-wrote
+			if _, err := c.Write([]byte("x")); err == nil {
+				t.Fatal("a Write after Close succeeded")
+			}
+		})
 	}
 }
