@@ -339,18 +339,25 @@ func (c *conn) control() error {
 // maxCredit bounds the control frames answers can earn ahead.
 const maxCredit = 16
 
-// earnLocked notes an answer queued (a HEADERS or DATA frame): it earns
-// the client one PING or tiny WINDOW_UPDATE that control does not
-// count. gRPC clients send, for about every round trip while data
-// arrives, a WINDOW_UPDATE of what they took (often a few bytes) and a
-// PING (BDP estimation): far past MaxControlPerSecond on a fast link,
-// and each earned by an answer. A flood gets no answer between its
-// frames: it is counted. c.mu is held.
+// earnLocked notes an answer queued (a response's HEADERS, trailers or a
+// DATA frame of at least earnData bytes): it earns the client one PING
+// or tiny WINDOW_UPDATE that control does not count. gRPC clients send,
+// for about every round trip while data arrives, a WINDOW_UPDATE of what
+// they took (often a few bytes) and a PING (BDP estimation): far past
+// MaxControlPerSecond on a fast link, and each earned by an answer. A
+// flood gets no answer between its frames: it is counted. A tiny DATA
+// frame earns nothing, or a client that opens a window a byte at a time
+// would pay for each WINDOW_UPDATE with the 1-byte frame it caused; nor
+// does a refusal's answer (answerLocked). c.mu is held.
 func (c *conn) earnLocked() {
 	if c.credit < maxCredit {
 		c.credit++
 	}
 }
+
+// earnData is the least DATA payload that earns a control frame: the
+// size under which a WINDOW_UPDATE counts as tiny.
+const earnData = 1024
 
 // queueHeadersLocked queues a header block for stream id (split into
 // CONTINUATION frames as the client's frame size asks) and earns the
@@ -361,11 +368,13 @@ func (c *conn) queueHeadersLocked(id uint32, block []byte, endStream bool) {
 }
 
 // queueDataLocked queues the header of a DATA frame of n bytes (the
-// caller appends the payload) and earns the client a control frame.
-// c.mu is held.
+// caller appends the payload), which earns the client a control frame
+// when it is not tiny. c.mu is held.
 func (c *conn) queueDataLocked(n int, flags byte, id uint32) {
 	c.out = appendFrameHeader(c.out, n, frameData, flags, id)
-	c.earnLocked()
+	if n >= earnData {
+		c.earnLocked()
+	}
 }
 
 // spend takes one earned control frame; false when there is none.
@@ -469,7 +478,7 @@ func (c *conn) goAwayGraceful() {
 	}
 	c.goingAway, c.goAwayLast = true, c.maxStream
 	c.out = appendGoAway(c.out, c.maxStream, codeNo)
-	c.wcond.Signal()
+	c.wakeWriterLocked() // a writer stopped for a park in progress starts again
 	c.armIdleLocked()
 }
 

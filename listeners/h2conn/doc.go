@@ -75,9 +75,11 @@
 // of CONTINUATION frames and bytes; SETTINGS, PING, RST_STREAM and
 // PRIORITY frames, empty DATA, tiny WINDOW_UPDATEs and unknown frames
 // past MaxControlPerSecond end the connection (rapid reset and floods;
-// each HEADERS or DATA frame this side queues earns the client one PING
-// or tiny WINDOW_UPDATE that is not counted, up to 16 ahead: gRPC
-// clients send both once per round trip while data arrives);
+// each response HEADERS, trailers or DATA frame of 1 KiB or more this
+// side queues earns the client one PING or tiny WINDOW_UPDATE that is not
+// counted, up to 16 ahead: gRPC clients send both once per round trip
+// while data arrives; a tiny DATA frame, which a client can cause with a
+// tiny WINDOW_UPDATE, and a refusal earn nothing);
 // streams past MaxConcurrentStreams, or handlers of reset streams past
 // twice it, are refused; a stream with no window or body progress for
 // StallTimeout is reset; content-length must be one number that matches

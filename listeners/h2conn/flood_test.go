@@ -109,9 +109,11 @@ func TestTooManyStreams(t *testing.T) {
 // data arrives) are not counted against MaxControlPerSecond, however
 // many there are; PINGs with no answer between them are a flood.
 func TestPingEarnedByAnswers(t *testing.T) {
+	// Answered as gRPC answers: a head, a small message, trailers.
 	ts := startServer(t, Config{MaxControlPerSecond: 10, Handler: handlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
-		w.WriteHead(200, nil, 2)
+		w.WriteHead(200, nil, -1)
 		w.Write([]byte("ok"))
+		w.WriteTrailer(httpmsg.Header{{Name: "grpc-status", Value: "0"}})
 	})})
 	rc := dialRaw(t, ts.addr)
 	for i := uint32(0); i < 40; i++ {
@@ -120,6 +122,8 @@ func TestPingEarnedByAnswers(t *testing.T) {
 		for answered := false; !answered; {
 			switch f := rc.next().(type) {
 			case *http2.DataFrame:
+				answered = f.StreamID == id && f.StreamEnded()
+			case *http2.MetaHeadersFrame:
 				answered = f.StreamID == id && f.StreamEnded()
 			case nil, *http2.GoAwayFrame, *http2.RSTStreamFrame:
 				t.Fatalf("answer %d: got %v, want the answer", i, f)
@@ -133,7 +137,7 @@ func TestPingEarnedByAnswers(t *testing.T) {
 	rc.get(81, "/", true)
 	for answered := false; !answered; {
 		switch f := rc.next().(type) {
-		case *http2.DataFrame:
+		case *http2.MetaHeadersFrame:
 			answered = f.StreamID == 81
 		case nil, *http2.GoAwayFrame, *http2.RSTStreamFrame:
 			t.Fatalf("after 40 earned PINGs: got %v, want the connection to serve", f)
@@ -154,4 +158,35 @@ func TestPingEarnedByAnswers(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestTinyWindowUpdatesEarnNothing: a client that opens its stream window
+// a byte at a time gets 1-byte DATA frames, which earn no control frame:
+// its WINDOW_UPDATEs are counted, and past MaxControlPerSecond the
+// connection ends with ENHANCE_YOUR_CALM.
+func TestTinyWindowUpdatesEarnNothing(t *testing.T) {
+	body := make([]byte, 64<<10)
+	ts := startServer(t, Config{MaxControlPerSecond: 10, Handler: handlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		w.WriteHead(200, nil, int64(len(body)))
+		w.Write(body)
+	})})
+	rc := dialRaw(t, ts.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1})
+	rc.get(1, "/", true)
+	for i := 0; i < 200; i++ {
+		switch f := rc.next().(type) {
+		case *http2.DataFrame:
+			if len(f.Data()) > 1 {
+				t.Fatalf("a DATA frame of %d bytes in a 1-byte window", len(f.Data()))
+			}
+			rc.write(func() error { return rc.fr.WriteWindowUpdate(1, 1) })
+		case *http2.GoAwayFrame:
+			if f.ErrCode != http2.ErrCodeEnhanceYourCalm {
+				t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", f.ErrCode)
+			}
+			return
+		case nil:
+			t.Fatal("the connection closed without GOAWAY")
+		}
+	}
+	t.Fatal("200 one-byte WINDOW_UPDATEs, each paid by the 1-byte frame it caused, and no GOAWAY")
 }

@@ -134,7 +134,7 @@ func (c *conn) onWindowUpdate(fh frameHeader, p []byte) error {
 		return errFrameSize("WINDOW_UPDATE payload not 4 bytes")
 	}
 	incr := int64(binary.BigEndian.Uint32(p) & 0x7fffffff)
-	if incr < 1024 && !c.spend() {
+	if incr < earnData && !c.spend() {
 		// Tiny increments make the server send tiny frames: counted as
 		// control frames, so that a flood of them ends the connection,
 		// unless an answer earned it (earnLocked).

@@ -145,7 +145,9 @@ func (c *conn) removeLocked(st *stream) {
 // and reports it; c.mu is held.
 func (c *conn) answerLocked(st *stream, status int, reason string) {
 	c.refuse(status, reason)
+	credit := c.credit
 	c.answerPlainLocked(st, status)
+	c.credit = credit // a client's mistake earns it nothing
 }
 
 // endLocalLocked closes this side of st once its response is queued: a
