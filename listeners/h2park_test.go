@@ -80,7 +80,9 @@ func TestH2TLSParksIdle(t *testing.T) {
 // gets a GOAWAY, then is closed.
 func TestH2TLSParkedIdleTimeout(t *testing.T) {
 	cfg := testConfig()
-	cfg.IdleTimeout = 400 * time.Millisecond
+	// Long enough that the parked state (from 100 ms after the answer to
+	// the GOAWAY) can be seen on a loaded machine.
+	cfg.IdleTimeout = 2 * time.Second
 	e := startTLS(t, cfg)
 	hc := dialH2TLS(t, e)
 	hc.request(1, true, ":scheme", "https", ":authority", "site.test")
