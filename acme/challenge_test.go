@@ -16,25 +16,29 @@ import (
 // TestChallengesAnsweredByAnotherInstance: a challenge one manager
 // presents is answered by another on the same storage (HTTP-01 key
 // authorization and TLS-ALPN-01 certificate), until the first cleans up.
+// The other has not been started: a daemon binds its listeners before it
+// starts its manager, and a validation may reach it in between.
 func TestChallengesAnsweredByAnotherInstance(t *testing.T) {
 	t.Parallel()
 	storage, err := NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func() (*Manager, *edgetls.Store) {
+	mk := func(start bool) (*Manager, *edgetls.Store) {
 		store := edgetls.NewStore(nil)
 		t.Cleanup(store.Close)
 		m, err := New(Config{Directory: "https://127.0.0.1:1/dir", AcceptTerms: true, Storage: storage, Store: store})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Start()
+		if start {
+			m.Start()
+		}
 		t.Cleanup(m.Stop)
 		return m, store
 	}
-	orderer, _ := mk()
-	other, otherStore := mk()
+	orderer, _ := mk(true)
+	other, otherStore := mk(false)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

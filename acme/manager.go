@@ -100,6 +100,12 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.client.RetryBackoff = retryBackoff
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	// From now, not from Start: the listeners are bound before Start,
+	// and another instance's order may send the CA's TLS-ALPN-01
+	// validation to this one as soon as its socket takes connections.
+	if s, ok := c.Store.(challengeLookupSetter); ok {
+		s.SetChallengeLookup(m.TLSALPN01)
+	}
 	return m, nil
 }
 
@@ -137,9 +143,6 @@ func (m *Manager) Start() {
 	m.mu.Lock()
 	m.started = true
 	m.mu.Unlock()
-	if s, ok := m.cfg.Store.(challengeLookupSetter); ok {
-		s.SetChallengeLookup(m.TLSALPN01)
-	}
 	m.SetNames(m.cfg.Names)
 	if w, ok := m.cfg.Storage.(Watcher); ok {
 		m.goSafe("", func() { m.watch(w) })

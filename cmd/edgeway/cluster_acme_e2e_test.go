@@ -241,6 +241,24 @@ func (c *clusterACME) logs() string {
 	return b.String() + "--- pebble\n" + c.pebble.Log()
 }
 
+// acmeDigest is the instances' and pebble's lines about ACME, a short
+// view to print ahead of the whole logs (which a CI log may cut).
+func (c *clusterACME) acmeDigest() string {
+	var b strings.Builder
+	pick := func(who, log string) {
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, "acme") || strings.Contains(line, "challenge") {
+				fmt.Fprintf(&b, "%s: %s\n", who, line)
+			}
+		}
+	}
+	for i, in := range c.insts {
+		pick(fmt.Sprintf("edge-%d", i), in.proc.Log())
+	}
+	pick("pebble", c.pebble.Log())
+	return b.String()
+}
+
 func (c *clusterACME) orders() int { return strings.Count(c.pebble.Log(), "POST /order-plz") }
 
 // replaced counts the orders the CA itself made impossible to resume: a
@@ -465,12 +483,12 @@ func TestClusterACMETLSALPN01ViaLB(t *testing.T) {
 	c.start(t)
 	c.waitSameSerials(t, -1, 120*time.Second)
 	if n := c.orders(); n != len(c.names) {
-		t.Errorf("%d orders at pebble, want exactly %d; logs:\n%s", n, len(c.names), c.logs())
+		t.Errorf("%d orders at pebble, want exactly %d; ACME lines:\n%s\nlogs:\n%s", n, len(c.names), c.acmeDigest(), c.logs())
 	}
 	if n := c.lbTLS.next.Load(); n < int64(len(c.names)) {
 		t.Errorf("only %d validations went through the TLS balancer", n)
 	}
 	if strings.Contains(c.pebble.Log(), "urn:ietf:params:acme:error:tls") {
-		t.Errorf("a TLS-ALPN-01 validation failed; logs:\n%s", c.logs())
+		t.Errorf("a TLS-ALPN-01 validation failed; ACME lines:\n%s\nlogs:\n%s", c.acmeDigest(), c.logs())
 	}
 }
