@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -125,15 +126,20 @@ func (o *Overrides) publish(t OverrideTable, rev int64) {
 // Update changes the override of pool/addr in etcd: change gets the
 // current value (zero when none) and returns the new one; a zero result
 // deletes the key. The write is a compare-and-swap on the key's
-// revision, retried on conflict; Update then waits (bounded) until this
-// instance's watch has applied it, so the caller sees its own write. An
-// error wraps ErrUnavailable when etcd could not be reached: then nothing
-// changed anywhere.
+// revision, retried on conflict (after a short random pause, so that
+// instances writing the same key at once do not meet again in step)
+// until CallTimeout; Update then waits (bounded) until this instance's
+// watch has applied it, so the caller sees its own write. An error wraps
+// ErrUnavailable when etcd could not be reached, or when other writers
+// kept winning the key until the deadline: then nothing changed here.
 func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(Override) (Override, error)) (Override, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	key := o.n.Key("overrides", pool, addr)
-	for range 5 {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !conflictPause(ctx, attempt) {
+			return Override{}, fmt.Errorf("cluster override %s/%s: %w: %d conflicting writes until the deadline", pool, addr, ErrUnavailable, attempt)
+		}
 		cur, seen, err := o.get(ctx, key)
 		if err != nil {
 			o.n.Metrics.FailedWrites.Add(1)
@@ -159,7 +165,21 @@ func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(O
 			return next, nil
 		}
 	}
-	return Override{}, fmt.Errorf("cluster override %s/%s: %w: five conflicting writes in a row", pool, addr, ErrUnavailable)
+}
+
+// conflictPause waits before the attempt-th try of a compare-and-swap
+// that lost to another writer: a random time up to 1 ms doubled per
+// attempt, at most 64 ms. It reports false when ctx ends first.
+func conflictPause(ctx context.Context, attempt int) bool {
+	ceiling := time.Millisecond << min(attempt-1, 6)
+	t := time.NewTimer(mrand.N(ceiling) + time.Millisecond/10)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func (o *Overrides) get(ctx context.Context, key string) (Override, int64, error) {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -116,4 +117,38 @@ func TestOverridesOutage(t *testing.T) {
 		return err == nil
 	}, "writes work again after etcd returned")
 	testutil.Eventually(t, 10*time.Second, func() bool { return ob2.Table()["api"]["s:2"].Weight != nil }, "the write after the outage reached the restarted b")
+}
+
+// TestOverrideUpdateOutlastsConflicts: a write that loses its
+// compare-and-swap to other writers more than a few times in a row (two
+// instances changing one server at once, on a loaded machine) still
+// lands, on the latest value, while its deadline allows; it is not
+// reported as etcd being unreachable.
+func TestOverrideUpdateOutlastsConflicts(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	a := startNode(t, testConfig(t, srv, "a", 1))
+	b := startNode(t, testConfig(t, srv, "b", 1))
+	oa := a.Overrides("", noApply)
+	ctx := context.Background()
+	key := b.Key("overrides", "api", "10.0.0.1:80")
+	const conflicts = 12
+	calls := 0
+	got, err := oa.Update(ctx, "api", "10.0.0.1:80", func(o Override) (Override, error) {
+		calls++
+		if calls <= conflicts {
+			// Another writer gets in between this read and its write.
+			if _, err := b.Client().Put(ctx, key, fmt.Sprintf(`{"weight":%d}`, calls)); err != nil {
+				return o, err
+			}
+		}
+		o.Drain = boolP(true)
+		return o, nil
+	})
+	if err != nil {
+		t.Fatalf("Update after %d conflicts: %v", conflicts, err)
+	}
+	if calls != conflicts+1 || got.Drain == nil || !*got.Drain || got.Weight == nil || *got.Weight != conflicts {
+		t.Fatalf("Update = %+v after %d calls; want the drain on the last conflicting write's weight %d, on call %d", got, calls, conflicts, conflicts+1)
+	}
 }
