@@ -227,6 +227,46 @@ func TestCloseWhileWaiting(t *testing.T) {
 	waitStats(t, e, "the slot to be freed", func(s Stats) bool { return s.Open == 0 })
 }
 
+func TestCloseWakesWriteWaitingThroughPark(t *testing.T) {
+	t.Parallel()
+	// A write on another goroutine still waits for room when the handler
+	// returns Park, as an HTTP/2 connection's GOAWAY can when a shutdown
+	// claims it as it parks: the park must leave that call its waiter, so
+	// that a Close (or the loop) still wakes it, and must not give the
+	// waiter to another connection meanwhile.
+	waiting := make(chan *Conn, 1)
+	park := make(chan struct{})
+	done := make(chan error, 1)
+	e, _ := served(t, smallSendBuffer(), func(c *Conn) Action {
+		c.SetWriteDeadline(time.Now().Add(time.Minute)) // only so that a failure ends
+		go func() {
+			_, err := c.Write(make([]byte, 64<<20)) // the client reads nothing
+			done <- err
+		}()
+		waiting <- c
+		<-park
+		return Park
+	})
+	c := <-waiting
+	testutil.WaitFor(t, "the write to wait", func() bool {
+		c.l.mu.Lock()
+		defer c.l.mu.Unlock()
+		return c.w.waits&waitOut != 0
+	})
+	close(park)
+	waitStats(t, e, "the connection to park", func(s Stats) bool { return s.Parked == 1 })
+	c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("write on a connection closed after it parked: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write waiting when its connection parked was not woken by Close")
+	}
+	waitStats(t, e, "the slot to be freed", func(s Stats) bool { return s.Open == 0 })
+}
+
 func TestReadAndWriteWaitTogether(t *testing.T) {
 	t.Parallel()
 	// One goroutine waits to read while another waits to write, as an

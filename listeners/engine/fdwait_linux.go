@@ -22,7 +22,8 @@ const (
 
 // waiter is what a goroutine blocked on an fdConn waits on. It is made
 // (from a pool) the first time a call has to wait, and given back when the
-// connection parks, so a parked connection holds none.
+// connection parks, so a parked connection holds none (unless a call on
+// another goroutine is still under way then: dropWaiter).
 type waiter struct {
 	ch [2]chan struct{} // one token per wake-up, per direction
 	t  [2]*time.Timer   // deadline timers, made on the first wait under a deadline
@@ -42,9 +43,25 @@ func (s *fdConn) wake(dir int) {
 	}
 }
 
-// dropWaiter gives the waiter back when no call uses the connection (it
-// parks).
+// dropWaiter gives the waiter back when the connection parks, unless a
+// call is still in do on another goroutine (a write the handler left
+// running, say): such a call may be waiting on it, and only it can be
+// woken through it; the waiter then stays until a later park. The calls
+// hold their direction's lock throughout. A wake that loaded the waiter
+// before the swap may still leave a token in it: the next user's wait
+// returns early once, and its caller tries again.
 func (s *fdConn) dropWaiter() {
+	if s.wt.Load() == nil {
+		return
+	}
+	if !s.mu[dirRead].TryLock() {
+		return
+	}
+	defer s.mu[dirRead].Unlock()
+	if !s.mu[dirWrite].TryLock() {
+		return
+	}
+	defer s.mu[dirWrite].Unlock()
 	if w := s.wt.Swap(nil); w != nil {
 		for _, ch := range w.ch { // a token left over would wake the next user for nothing
 			select {
