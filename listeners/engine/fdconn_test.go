@@ -267,6 +267,51 @@ func TestCloseWakesWriteWaitingThroughPark(t *testing.T) {
 	waitStats(t, e, "the slot to be freed", func(s Stats) bool { return s.Open == 0 })
 }
 
+func TestWriteWaitingThroughParkGoesOn(t *testing.T) {
+	t.Parallel()
+	// As TestCloseWakesWriteWaitingThroughPark, but the client then reads:
+	// the parked registration must still wait for room for the write.
+	const size = 8 << 20
+	waiting := make(chan *Conn, 1)
+	park := make(chan struct{})
+	done := make(chan error, 1)
+	e, client := served(t, smallSendBuffer(), func(c *Conn) Action {
+		c.SetWriteDeadline(time.Now().Add(time.Minute)) // only so that a failure ends
+		go func() {
+			_, err := c.Write(make([]byte, size)) // the client reads only after the park
+			done <- err
+		}()
+		waiting <- c
+		<-park
+		return Park
+	})
+	c := <-waiting
+	testutil.WaitFor(t, "the write to wait", func() bool {
+		c.l.mu.Lock()
+		defer c.l.mu.Unlock()
+		return c.w.waits&waitOut != 0
+	})
+	close(park)
+	waitStats(t, e, "the connection to park", func(s Stats) bool { return s.Parked == 1 })
+	read := make(chan error, 1)
+	go func() {
+		client.SetReadDeadline(time.Now().Add(time.Minute))
+		_, err := io.ReadFull(client, make([]byte, size))
+		read <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("write waiting when its connection parked: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write waiting when its connection parked was not woken when the client read")
+	}
+	if err := <-read; err != nil {
+		t.Fatalf("client read: %v", err)
+	}
+}
+
 func TestReadAndWriteWaitTogether(t *testing.T) {
 	t.Parallel()
 	// One goroutine waits to read while another waits to write, as an

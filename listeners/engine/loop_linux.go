@@ -329,8 +329,11 @@ func (l *loop) arm(w *watch, fd int) error {
 	}
 	prev := w.state
 	w.state = stArmed
-	if w.tun == nil {
-		w.waits = 0 // a parked connection has no call waiting: bits left by one that timed out
+	if w.tun == nil && w.conn.fd.wt.Load() == nil {
+		// Bits left by calls that timed out. A waiter still there means
+		// a call may still wait (dropWaiter keeps it for one under way
+		// on another goroutine): its bit stays.
+		w.waits = 0
 	}
 	if err := l.ctl(w, fd); err != nil {
 		w.state = prev
