@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -27,6 +28,7 @@ type acceptor struct {
 	nfd   int
 	sa    syscall.Sockaddr
 	err   error
+	shut  atomic.Bool // close was called
 }
 
 func newAcceptor(e *Engine, ln *net.TCPListener) (*acceptor, error) {
@@ -55,8 +57,12 @@ func newAcceptor(e *Engine, ln *net.TCPListener) (*acceptor, error) {
 	return a, nil
 }
 
-// close closes the duplicate: a waiting accept returns an error.
-func (a *acceptor) close() { a.f.Close() }
+// close closes the duplicate: a waiting accept returns an error that
+// wraps net.ErrClosed, as a closed net.Listener's Accept does.
+func (a *acceptor) close() {
+	a.shut.Store(true)
+	a.f.Close()
+}
 
 // try is one accept4(2), through RawConn.Read: false (wait) on EAGAIN.
 // It is syscall's: x/sys/unix's asks each AF_INET socket its protocol
@@ -72,6 +78,11 @@ func (a *acceptor) try(fd uintptr) bool {
 func (a *acceptor) accept(*net.TCPListener) error {
 	for {
 		if err := a.raw.Read(a.fn); err != nil {
+			if a.shut.Load() {
+				// The *os.File's RawConn says "use of closed file", which
+				// matches neither os.ErrClosed nor net.ErrClosed.
+				return fmt.Errorf("accepting: %w", net.ErrClosed)
+			}
 			return fmt.Errorf("accepting: %w", err)
 		}
 		switch a.err {

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"errors"
 	"net"
 	"syscall"
 	"testing"
@@ -140,4 +141,31 @@ func equalMaps(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// TestAcceptorClosedIsErrClosed: an accept waiting when its acceptor is
+// closed returns an error that is net.ErrClosed, as a closed
+// net.Listener's Accept does, so that whoever closed it sees a shutdown
+// and not an accept failure to retry.
+func TestAcceptorClosedIsErrClosed(t *testing.T) {
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, err := newAcceptor(nil, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- a.accept(ln) }()
+	a.close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("accept after close: %v; want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("accept still waiting 10s after its acceptor was closed")
+	}
 }
