@@ -265,6 +265,7 @@ func (st *stream) finish() {
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock() // the stream's end calls the net.Conn (armIdleLocked): a panic leaves the lock free
 	if !w.ended {
 		c.resetLocked(st, codeInternal, "")
 	}
@@ -274,7 +275,6 @@ func (st *stream) finish() {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	c.mu.Unlock()
 }
 
 // sendTrailers queues the trailer block with END_STREAM.
