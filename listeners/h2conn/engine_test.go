@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
 	"github.com/edgeway/edgeway/internal/testutil"
@@ -150,4 +152,81 @@ func TestWriterPanicEndsConnection(t *testing.T) {
 		defer es.srv.mu.Unlock()
 		return len(es.srv.conns) == 0 && es.eng.Stats().Open == 0
 	}, "the connection did not end: %+v", es.eng.Stats())
+}
+
+// waitParked waits until the engine holds n parked connections and
+// serves none.
+func (es *engineServer) waitParked(t *testing.T, n int) {
+	t.Helper()
+	testutil.Eventually(t, testTimeout, func() bool {
+		st := es.eng.Stats()
+		return st.Parked == n && st.Active == 0
+	}, "want %d parked connections: %+v", n, es.eng.Stats())
+}
+
+// answered reads rc's frames until stream id's END_STREAM.
+func (rc *rawClient) answered(id uint32) {
+	rc.t.Helper()
+	for {
+		f := rc.next()
+		if f == nil {
+			rc.t.Fatalf("the connection ended before stream %d's answer", id)
+		}
+		if f.Header().StreamID == id && f.Header().Flags.Has(http2.FlagDataEndStream) {
+			return
+		}
+	}
+}
+
+// TestParkedIdleTimeoutOutOfOrder: the parked connections are in the
+// order they parked, which is not the order of their idle starts: a
+// connection served for a PING parks again, behind connections whose
+// idle time began after its own. It still gets its idle GOAWAY when
+// its own timeout is due, not once those ahead of it are.
+func TestParkedIdleTimeoutOutOfOrder(t *testing.T) {
+	const idle = 2 * time.Second
+	es := startEngine(t, Config{IdleTimeout: idle, Handler: handlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		w.WriteHead(200, nil, 2)
+		w.Write([]byte("ok"))
+	})}, nil)
+	a := dialRaw(t, es.addr)
+	a.get(1, "/", true)
+	a.answered(1)
+	aIdle := time.Now() // A's idle time began before this
+	es.waitParked(t, 1)
+
+	// B is served, then parks, until its idle time begins well after
+	// A's; each round takes at least parkGrace.
+	b := dialRaw(t, es.addr)
+	var bIdle time.Time // B's idle time began after this
+	for id := uint32(1); time.Since(aIdle) < idle/3; id += 2 {
+		bIdle = time.Now()
+		b.get(id, "/", true)
+		b.answered(id)
+		es.waitParked(t, 2)
+	}
+
+	// A is served for a PING and parks again: behind B. (On a machine
+	// so slow that A's timeout came first, its GOAWAY may come before
+	// the PING's answer.)
+	a.write(func() error { return a.fr.WritePing(false, [8]byte{1}) })
+	a.c.SetReadDeadline(time.Now().Add(testTimeout))
+	for parked := false; ; {
+		f, err := a.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no GOAWAY on A: %v", err)
+		}
+		if _, ok := f.(*http2.GoAwayFrame); ok {
+			break
+		}
+		if p, ok := f.(*http2.PingFrame); ok && p.IsAck() && !parked {
+			es.waitParked(t, 2)
+			parked = true
+		}
+	}
+	got := time.Now()
+	if bDue := bIdle.Add(idle - idleMargin(idle)); !got.Before(bDue) {
+		t.Errorf("A's GOAWAY came %v after its idle time began, when B's was due (%v after A's); its own was due %v after",
+			got.Sub(aIdle), bDue.Sub(aIdle), idle-idleMargin(idle))
+	}
 }
