@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 	"github.com/edgeway/edgeway/internal/panics"
@@ -229,4 +230,89 @@ func TestParkedIdleTimeoutOutOfOrder(t *testing.T) {
 		t.Errorf("A's GOAWAY came %v after its idle time began, when B's was due (%v after A's); its own was due %v after",
 			got.Sub(aIdle), bDue.Sub(aIdle), idle-idleMargin(idle))
 	}
+}
+
+// reportConn tells when the tunnel over it ended.
+type reportConn struct {
+	net.Conn
+	ended chan struct{}
+}
+
+func (r *reportConn) TunnelStarted(func())          {}
+func (r *reportConn) TunnelEnded(httpmsg.TunnelEnd) { close(r.ended) }
+
+// TestTunnelEndParks: a WebSocket stream (RFC 8441) whose tunnel ends
+// before its handler returns was the last stream: the connection parks
+// once the handler is done, as after any other stream.
+func TestTunnelEndParks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		defer panics.Recover("test upstream")
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close() // the upstream ends the tunnel at once
+		}
+	}()
+	var hcOf atomic.Pointer[conn]
+	es := startEngine(t, Config{Handler: handlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		key := r.Header.Get("sec-websocket-key")
+		w.WriteHead(101, httpmsg.Header{{Name: "Upgrade", Value: "websocket"}, {Name: "Connection", Value: "Upgrade"},
+			{Name: "Sec-WebSocket-Accept", Value: httpmsg.WebSocketAccept(key)}}, -1)
+		up, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		rc := &reportConn{Conn: up, ended: make(chan struct{})}
+		if err := w.Tunnel(rc, nil); err != nil {
+			t.Error(err)
+			return
+		}
+		// The handler returns after the tunnel ended and the writer
+		// sent its last frames, with no park due: its end is the last.
+		select {
+		case <-rc.ended:
+		case <-time.After(testTimeout):
+			t.Error("the tunnel did not end")
+		}
+		for deadline := time.Now().Add(testTimeout); time.Now().Before(deadline); {
+			hc := hcOf.Load()
+			hc.mu.Lock()
+			idle := len(hc.streams) == 0 && len(hc.out) == 0 && !hc.writing && hc.deadline != dlPark
+			hc.mu.Unlock()
+			if idle {
+				break
+			}
+			time.Sleep(time.Millisecond) // polling interval, not a wait for an event
+		}
+	})}, nil)
+	rc := dialRaw(t, es.addr)
+	hcOf.Store(es.conn(t))
+	rc.wmu.Lock()
+	rc.hbuf.Reset()
+	for _, f := range [][2]string{{":method", "CONNECT"}, {":protocol", "websocket"}, {":scheme", "http"}, {":authority", "example.com"}, {":path", "/ws"}} {
+		rc.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	blk := bytes.Clone(rc.hbuf.Bytes())
+	rc.wmu.Unlock()
+	rc.write(func() error {
+		return rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk, EndHeaders: true})
+	})
+	for {
+		f := rc.next()
+		if f == nil {
+			t.Fatal("the connection ended")
+		}
+		if _, ok := f.(*http2.RSTStreamFrame); ok {
+			break // END_STREAM came, then RST_STREAM NO_ERROR: the client still had its side open
+		}
+	}
+	es.waitParked(t, 1)
 }

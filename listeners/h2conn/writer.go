@@ -247,8 +247,12 @@ func (st *stream) finish() {
 	w := &st.w
 	if st.ws.tunneled { // the tunnel ends the stream (websocket.go)
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.handlers--
-		c.mu.Unlock()
+		// When the tunnel ended first, its stream's end found this
+		// handler running and did not arm the park: the handler's end may
+		// be the connection's last.
+		c.wakeToParkLocked()
 		return
 	}
 	if w.status == 0 && !w.aborted {
