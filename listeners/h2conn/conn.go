@@ -206,11 +206,16 @@ func (c *conn) readPreface() bool {
 	}
 	c.r = len(clientPreface)
 	c.nc.SetReadDeadline(time.Time{})
+	c.prefacedDone()
+	return true
+}
+
+// prefacedDone notes the preface read and arms the idle timeout.
+func (c *conn) prefacedDone() {
 	c.mu.Lock()
+	defer c.mu.Unlock() // armIdleLocked calls the net.Conn: a panic leaves the lock free
 	c.prefaced = true
 	c.armIdleLocked()
-	c.mu.Unlock()
-	return true
 }
 
 // fill reads until the buffer holds n unread bytes, growing it when n is
@@ -555,36 +560,27 @@ func (c *conn) abortStreams() {
 // writeLoop writes what the streams and the read loop queued: all the
 // frames ready at one time go out in one write. It ends when the
 // connection closes, or once out is empty when the connection parks
-// (wakeWriterLocked starts it again).
+// (wakeWriterLocked starts it again). c.mu is held only inside
+// nextWrite and writeFailed, each of which releases it by defer: a
+// panic (a net.Conn's method, say) leaves it free, and writerPanicked
+// then ends the connection, so that no stream, reader or park waits on
+// a writer that is gone.
 func (c *conn) writeLoop() {
-	var buf []byte
 	var wdl time.Time // the write deadline as last set
-	c.mu.Lock()
-	done := c.writerDone
-	if c.active != nil {
-		buf, c.spareW = c.spareW[:0], nil
-	}
+	done, buf := c.writerStart()
+	ended := false
+	defer func() {
+		if !ended {
+			c.writerPanicked(done)
+		}
+	}()
 	for {
-		c.writing = false
-		if len(c.out) == 0 {
-			c.wakeToParkLocked()
-		}
-		for len(c.out) == 0 && !c.closing && !c.stopWriter {
-			c.wcond.Wait()
-		}
-		if len(c.out) == 0 || c.broken != nil {
-			c.writerOn = false
-			if c.active != nil {
-				c.spareW = buf[:0] // for the next writer
-			}
-			c.mu.Unlock()
+		var more bool
+		if buf, more = c.nextWrite(buf); !more {
+			ended = true
 			close(done)
 			return
 		}
-		buf, c.out = c.out, buf[:0]
-		c.writing = true
-		c.sendCond.Broadcast() // room in out
-		c.mu.Unlock()
 		// The deadline moves once an eighth of the timeout has passed, not
 		// at every write: a peer that takes nothing is cut off between
 		// 7/8 of the timeout and the timeout.
@@ -593,22 +589,84 @@ func (c *conn) writeLoop() {
 			c.nc.SetWriteDeadline(d)
 		}
 		if _, err := c.nc.Write(buf); err != nil {
-			c.mu.Lock()
-			if c.broken == nil {
-				c.broken = err
-			}
-			c.writing, c.writerOn = false, false
-			c.sendCond.Broadcast()
-			c.mu.Unlock()
-			c.nc.Close()
+			c.writeFailed(err)
+			ended = true
 			close(done)
 			return
 		}
 		if cap(buf) > 4*maxOut {
 			buf = nil
 		}
-		c.mu.Lock()
 	}
+}
+
+// writerStart returns the running writer's done channel and the
+// buffer the last writer left.
+func (c *conn) writerStart() (done chan struct{}, buf []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active != nil {
+		buf, c.spareW = c.spareW[:0], nil
+	}
+	return c.writerDone, buf
+}
+
+// nextWrite waits for frames and swaps them into buf; false when the
+// writer is to end (the connection closed, or it parks).
+func (c *conn) nextWrite(buf []byte) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writing = false
+	if len(c.out) == 0 {
+		c.wakeToParkLocked()
+	}
+	for len(c.out) == 0 && !c.closing && !c.stopWriter {
+		c.wcond.Wait()
+	}
+	if len(c.out) == 0 || c.broken != nil {
+		c.writerOn = false
+		if c.active != nil {
+			c.spareW = buf[:0] // for the next writer
+		}
+		return nil, false
+	}
+	buf, c.out = c.out, buf[:0]
+	c.writing = true
+	c.sendCond.Broadcast() // room in out
+	return buf, true
+}
+
+// writeFailed ends the connection after a failed write.
+func (c *conn) writeFailed(err error) {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = err
+	}
+	c.writing, c.writerOn = false, false
+	c.sendCond.Broadcast()
+	c.mu.Unlock()
+	c.nc.Close()
+}
+
+// errWriterPanic is a connection whose writer panicked.
+var errWriterPanic = errors.New("h2conn: connection writer panicked")
+
+// writerPanicked ends the connection of a writer that panicked (the
+// panic goes on to panics.Go, which reports it): the streams' writes
+// fail, the read loop's read fails and it ends the connection, and a
+// park or close waiting for the writer goes on.
+func (c *conn) writerPanicked(done chan struct{}) {
+	defer close(done)
+	defer c.nc.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken == nil {
+		c.broken = errWriterPanic
+	}
+	c.closing = true
+	c.writing, c.writerOn = false, false
+	c.sendCond.Broadcast()
+	c.wcond.Broadcast()
 }
 
 // wakeWriterLocked has the writer send what is queued, starting it when

@@ -9,8 +9,12 @@ import (
 
 // idleList holds a server's parked connections in the order they
 // parked, for their idle timeout: the timeout is the server's, the same
-// for all, so the oldest are at the head and one timer serves them all
-// (a timer each would cost a parked connection about 120 bytes more).
+// for all, so one timer serves them all (a timer each would cost a
+// parked connection about 120 bytes more). Park order is not the order
+// of their idle times: a connection served for a frame that opens no
+// stream (a PING, a SETTINGS) parks again, at the tail, with the idle
+// time it had, and one whose writer took long parks after others that
+// went idle later. So the sweep looks at every one.
 type idleList struct {
 	s          *Server
 	mu         sync.Mutex
@@ -80,8 +84,10 @@ func (l *idleList) sweep() {
 	cutoff := time.Since(epoch) - t + idleMargin(t)
 	var due []*conn
 	l.mu.Lock()
-	for c := l.head; c != nil && time.Duration(c.idleSince.Load()) <= cutoff; c = c.nextIdle {
-		due = append(due, c)
+	for c := l.head; c != nil; c = c.nextIdle {
+		if time.Duration(c.idleSince.Load()) <= cutoff {
+			due = append(due, c)
+		}
 	}
 	l.armed = l.head != nil
 	if l.armed {

@@ -78,12 +78,21 @@ func (c *conn) served(run func() engine.Action) (a engine.Action) {
 
 // resume runs the read loop again on a dispatch of a parked connection.
 func (c *conn) resume() engine.Action {
-	c.mu.Lock()
-	if !c.parked {
+	if !c.unpark() {
 		// Claimed by a shutdown or the idle timeout, whose goroutine ends
 		// it (and closes c.ec).
-		c.mu.Unlock()
 		return engine.Detach
+	}
+	return c.served(c.loop)
+}
+
+// unpark takes a parked connection back for the read loop; false when
+// it was claimed.
+func (c *conn) unpark() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock() // a panic in the net.Conn leaves the lock free
+	if !c.parked {
+		return false
 	}
 	c.parked = false
 	c.s.idle.unlink(c)
@@ -99,8 +108,7 @@ func (c *conn) resume() engine.Action {
 		c.deadline = dlIdle
 	}
 	c.restoreDeadlineLocked()
-	c.mu.Unlock()
-	return c.served(c.loop)
+	return true
 }
 
 // parkableLocked reports whether the connection has nothing going on
@@ -138,8 +146,8 @@ func (c *conn) wakeToParkLocked() {
 // armPark is wakeToParkLocked for the reader, which read all there was.
 func (c *conn) armPark() {
 	c.mu.Lock()
+	defer c.mu.Unlock() // a panic in the net.Conn leaves the lock free for served's recover
 	c.wakeToParkLocked()
-	c.mu.Unlock()
 }
 
 // parkWoken handles a read that timed out: true when wakeToParkLocked

@@ -123,6 +123,15 @@ func (s *Server) ServeConn(nc net.Conn) {
 	c := newConn(s, nc)
 	s.add(c)
 	defer s.drop(c)
+	defer func() {
+		if v := recover(); v != nil {
+			// the connection ends, its streams and writer with it; the
+			// caller's recover reports the panic
+			c.abortStreams()
+			c.closeNow()
+			panic(v)
+		}
+	}()
 	c.serve()
 }
 

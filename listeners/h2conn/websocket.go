@@ -312,20 +312,9 @@ func (t *wsTunnel) toUpstream() {
 // finish ends the stream and the upstream connection once both copiers
 // are done, and reports the tunnel.
 func (t *wsTunnel) finish() {
-	st := t.st
 	t.up.SetDeadline(aLongTimeAgo) // wakes toClient's read
 	<-t.downDone
-	c := st.c
-	c.mu.Lock()
-	if !st.w.ended {
-		c.resetLocked(st, codeCancel, "")
-	}
-	c.endLocalLocked(st)
-	st.ctx.cancel()
-	if st.timer != nil {
-		st.timer.Stop()
-	}
-	c.mu.Unlock()
+	t.endStream()
 	how := httpmsg.TunnelError
 	if p := t.how.Load(); p != nil {
 		how = *p
@@ -334,6 +323,22 @@ func (t *wsTunnel) finish() {
 		r.TunnelEnded(httpmsg.TunnelEnd{ToUpstream: t.toUp.Load(), ToClient: t.toCl.Load(), How: how})
 	}
 	t.up.Close()
+}
+
+// endStream ends the tunnel's stream.
+func (t *wsTunnel) endStream() {
+	st := t.st
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock() // the stream's end calls the net.Conn (armIdleLocked): a panic leaves the lock free
+	if !st.w.ended {
+		c.resetLocked(st, codeCancel, "")
+	}
+	c.endLocalLocked(st)
+	st.ctx.cancel()
+	if st.timer != nil {
+		st.timer.Stop()
+	}
 }
 
 // tunnelPeek waits for the client's DATA on a tunneled stream and

@@ -247,8 +247,12 @@ func (st *stream) finish() {
 	w := &st.w
 	if st.ws.tunneled { // the tunnel ends the stream (websocket.go)
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.handlers--
-		c.mu.Unlock()
+		// When the tunnel ended first, its stream's end found this
+		// handler running and did not arm the park: the handler's end may
+		// be the connection's last.
+		c.wakeToParkLocked()
 		return
 	}
 	if w.status == 0 && !w.aborted {
@@ -265,6 +269,7 @@ func (st *stream) finish() {
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock() // the stream's end calls the net.Conn (armIdleLocked): a panic leaves the lock free
 	if !w.ended {
 		c.resetLocked(st, codeInternal, "")
 	}
@@ -274,7 +279,6 @@ func (st *stream) finish() {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	c.mu.Unlock()
 }
 
 // sendTrailers queues the trailer block with END_STREAM.
