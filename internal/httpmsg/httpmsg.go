@@ -427,9 +427,9 @@ type BodySource interface {
 // bytes from a socket to the client without copying them (cleartext
 // HTTP/1.1 on Linux). SpliceBody moves up to n bytes from src as Write
 // would (after the head and what was written before), calling progress
-// after each read of src, and waits for the client only briefly: when
-// the client's socket stays full it returns with the bytes taken but not
-// sent in the result's Rest. ok is false when it cannot splice (nothing was
+// after each read of src, and never waits for the client: when the
+// client's socket is full it returns with the bytes taken but not sent
+// in the result's Rest. ok is false when it cannot splice (nothing was
 // taken: write the body as usual).
 type BodySplicer interface {
 	SpliceBody(src syscall.RawConn, n int64, progress func()) (res SpliceResult, ok bool, err error)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
-	"time"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
 )
@@ -64,6 +63,6 @@ func (owner) close()                     {}
 var ErrNotSpliceable = errors.New("engine: connection cannot be spliced into")
 
 // SpliceFrom needs splice(2): elsewhere it returns ErrNotSpliceable.
-func (c *Conn) SpliceFrom(syscall.RawConn, int64, func(), time.Duration) (httpmsg.SpliceResult, error) {
+func (c *Conn) SpliceFrom(syscall.RawConn, int64, func()) (httpmsg.SpliceResult, error) {
 	return httpmsg.SpliceResult{}, ErrNotSpliceable
 }

@@ -5,9 +5,7 @@ package engine
 import (
 	"errors"
 	"io"
-	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -17,11 +15,10 @@ import (
 // Response bodies go through the kernel too: SpliceFrom moves a body of
 // known length from the server's socket into a pipe and from the pipe
 // into the client's, never into edgeway's memory, for as long as the
-// client keeps up. It hardly waits for the client: when the client's
-// socket has not taken a pipe's bytes after one short grace, it stops
-// and hands the bytes left in the pipe to its caller, who buffers them
-// and the rest of the body (so a slow client still frees the server at
-// once).
+// client keeps up. It never waits for the client: the first time the
+// client's socket takes no more, it stops and hands the bytes left in
+// the pipe to its caller, who buffers them and the rest of the body (so
+// a slow client still frees the server at once).
 
 // ErrNotSpliceable is SpliceFrom's answer for a connection whose bytes do
 // not go to its socket as they are (TLS), or when no pipe can be made.
@@ -32,11 +29,8 @@ var ErrNotSpliceable = errors.New("engine: connection cannot be spliced into")
 // returns when n bytes are taken from src, when c's socket is full (Held
 // bytes then wait in Rest), or on an error: an end of stream of src
 // before n bytes is io.ErrUnexpectedEOF. progress is called after each
-// read of src. A full socket gets grace once per pipe (up to 256 KiB) to
-// take more before SpliceFrom gives up on it: a client that keeps up
-// drains its socket in far less, a slow one costs the server that wait
-// once.
-func (c *Conn) SpliceFrom(src syscall.RawConn, n int64, progress func(), grace time.Duration) (httpmsg.SpliceResult, error) {
+// read of src.
+func (c *Conn) SpliceFrom(src syscall.RawConn, n int64, progress func()) (httpmsg.SpliceResult, error) {
 	var res httpmsg.SpliceResult
 	dst := c.Raw()
 	if c.TLS() != nil || dst == nil {
@@ -69,13 +63,13 @@ func (c *Conn) SpliceFrom(src syscall.RawConn, n int64, progress func(), grace t
 		if progress != nil {
 			progress()
 		}
-		waited := false // the client's socket had its one grace of this round
 		for k > 0 {
-			m, werr, cerr := spliceOut(c, dst, p, k, waited, grace)
-			if cerr != nil {
-				if errors.Is(cerr, os.ErrDeadlineExceeded) {
-					break // the grace is over: the caller holds the rest
-				}
+			var m int64
+			var werr error
+			if cerr := dst.Write(func(fd uintptr) bool {
+				m, werr = unix.Splice(p.r, nil, int(fd), nil, int(k), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+				return true // never waits for the client
+			}); cerr != nil {
 				putPipe(p, false)
 				res.ClientErr = true
 				return res, cerr
@@ -87,11 +81,10 @@ func (c *Conn) SpliceFrom(src syscall.RawConn, n int64, progress func(), grace t
 			}
 			switch {
 			case errors.Is(werr, unix.EINTR):
-				continue
-			case errors.Is(werr, unix.EAGAIN) && !waited && grace > 0:
-				waited = true
-				continue
 			case errors.Is(werr, unix.EAGAIN):
+				res.Held = k
+				res.Rest = &pipeRest{p: p, left: k}
+				return res, nil
 			case werr == nil:
 				werr = io.ErrShortWrite
 				fallthrough
@@ -100,31 +93,10 @@ func (c *Conn) SpliceFrom(src syscall.RawConn, n int64, progress func(), grace t
 				res.ClientErr = true
 				return res, werr
 			}
-			break
-		}
-		if k > 0 {
-			res.Held = k
-			res.Rest = &pipeRest{p: p, left: k}
-			return res, nil
 		}
 	}
 	putPipe(p, true)
 	return res, nil
-}
-
-// spliceOut moves up to k bytes from p to c's socket (dst): one try, or
-// with wait a wait of up to grace for the socket to take some (an error
-// wrapping os.ErrDeadlineExceeded past it).
-func spliceOut(c *Conn, dst syscall.RawConn, p *pipe, k int64, wait bool, grace time.Duration) (m int64, werr, cerr error) {
-	if wait {
-		c.SetWriteDeadline(time.Now().Add(grace))
-		defer c.SetWriteDeadline(time.Time{})
-	}
-	cerr = dst.Write(func(fd uintptr) bool {
-		m, werr = unix.Splice(p.r, nil, int(fd), nil, int(k), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-		return !wait || !errors.Is(werr, unix.EAGAIN)
-	})
-	return m, werr, cerr
 }
 
 // pipeRest reads the bytes a SpliceFrom left in its pipe.

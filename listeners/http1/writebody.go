@@ -263,12 +263,6 @@ func (w *writer) SetReadDeadline(t time.Time) error {
 	return c.SetReadDeadline(t)
 }
 
-// spliceGrace is how long a spliced body waits for a full client socket
-// to take more before the rest is buffered: a client that keeps up takes
-// bytes far more often (the response buffers' spill grace, for the same
-// reason).
-const spliceGrace = 20 * time.Millisecond
-
 // SpliceBody implements httpmsg.BodySplicer: a body of declared length on
 // a cleartext connection is moved from src to the client's socket by the
 // engine (splice(2)) after what the buffer holds is sent.
@@ -280,7 +274,7 @@ func (w *writer) SpliceBody(src syscall.RawConn, n int64, progress func()) (http
 	if err := w.flush(); err != nil {
 		return httpmsg.SpliceResult{ClientErr: true}, true, err
 	}
-	res, err := w.x.c.SpliceFrom(src, n, progress, spliceGrace)
+	res, err := w.x.c.SpliceFrom(src, n, progress)
 	if errors.Is(err, engine.ErrNotSpliceable) {
 		return res, false, nil
 	}
