@@ -42,7 +42,7 @@ type Metrics struct {
 
 	bufBytes, bufSpills, bufOverflows *prometheus.Desc
 	// respBuf*: the response body queues (respbuf.go)
-	respBufBytes, respBufSpills, respBufOverflows, respSpliced *prometheus.Desc
+	respBufBytes, respBufSpills, respBufOverflows *prometheus.Desc
 
 	requests, upRequests, upErrors, bytesIn, bytesOut *prometheus.Desc
 	duration, upDuration                              *prometheus.Desc
@@ -115,8 +115,6 @@ func NewMetrics() *Metrics {
 			"Response bodies whose clients fell behind past their memory, and that went on in a temporary file.", nil, nil),
 		respBufOverflows: prometheus.NewDesc("edgeway_response_buffer_overflow_total",
 			"Response bodies that outgrew response_max or the buffers' caps and streamed the rest at their client's pace.", nil, nil),
-		respSpliced: prometheus.NewDesc("edgeway_response_spliced_bytes_total",
-			"Response body bytes moved from a server's socket to the client's by the kernel (splice), never copied through edgeway's memory.", nil, nil),
 	}
 }
 
@@ -311,7 +309,7 @@ func (m *Metrics) server(upstream, addr string) *serverStats {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.requests, m.duration, m.bytesIn, m.bytesOut, m.upRequests, m.upErrors, m.upDuration,
 		m.retries, m.budget, m.overLimit, m.mirrored, m.state, m.inFlight, m.ejections, m.transitions, limitRequests, limitKeys, limitEvictions, jwksFetches,
-		m.bufBytes, m.bufSpills, m.bufOverflows, m.respBufBytes, m.respBufSpills, m.respBufOverflows, m.respSpliced} {
+		m.bufBytes, m.bufSpills, m.bufOverflows, m.respBufBytes, m.respBufSpills, m.respBufOverflows} {
 		ch <- d
 	}
 	m.refused.Describe(ch)
@@ -386,7 +384,6 @@ func (m *Metrics) collectBuffers(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.respBufBytes, prometheus.GaugeValue, float64(r.Disk), "disk")
 	ch <- prometheus.MustNewConstMetric(m.respBufSpills, prometheus.CounterValue, float64(r.Spills))
 	ch <- prometheus.MustNewConstMetric(m.respBufOverflows, prometheus.CounterValue, float64(r.Overflows))
-	ch <- prometheus.MustNewConstMetric(m.respSpliced, prometheus.CounterValue, float64(r.Spliced))
 }
 
 // collectPools reports each live server's state, in-flight requests and

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"syscall"
 
 	"github.com/edgeway/edgeway/conf"
 	"github.com/edgeway/edgeway/internal/httpmsg"
@@ -107,25 +106,6 @@ func (x *exchange) copyBuffered(body io.ReadCloser, stream bool, dst io.Writer, 
 		}
 		return rerr
 	}
-	first := buf[:n]
-	if sp, src, raw, left, ok := x.spliceable(body, stream, enc); ok {
-		// The rest goes from socket to socket while the client keeps up;
-		// what the client's socket does not take is buffered from there.
-		err := x.writeOut(first, stream, dst, enc)
-		buffers.Put(buf)
-		buf, first = nil, nil
-		if err != nil {
-			return err
-		}
-		var held io.ReadCloser
-		body, held, err = x.spliceBody(body, sp, src, raw, left)
-		if held != nil {
-			defer held.Close() // after endBuffered: the reader is done with it
-		}
-		if err != nil || body == nil {
-			return err
-		}
-	}
 	rb := x.rt.respBuf
 	x.rq.Start(x.r.bufs, rb.mem, rb.max)
 	done := make(chan struct{})
@@ -133,12 +113,10 @@ func (x *exchange) copyBuffered(body io.ReadCloser, stream bool, dst io.Writer, 
 	defer x.endBuffered(done, &closed)
 	g := x.wd.gen()
 	panics.Go("response body reader", func() { x.fillResponse(body, g, done, &closed) })
-	if buf != nil {
-		err := x.writeOut(first, stream, dst, enc)
-		buffers.Put(buf)
-		if err != nil {
-			return err
-		}
+	err := x.writeOut(buf[:n], stream, dst, enc)
+	buffers.Put(buf)
+	if err != nil {
+		return err
 	}
 	// What the queue holds in memory is written from its chunks; bytes
 	// from its file go through a small scratch buffer. The client that
@@ -148,84 +126,6 @@ func (x *exchange) copyBuffered(body io.ReadCloser, stream bool, dst io.Writer, 
 	defer scratchBufs.Put(scratch)
 	return x.writeBuffered(scratch[:], stream, dst, enc)
 }
-
-// spliceMin is the smallest rest of a body worth a pipe: below it the
-// copy through a buffer costs less than the splice calls.
-const spliceMin = 256 << 10
-
-// spliceable reports whether the rest of body can be spliced from the
-// server's socket to the client's: a body of known length that is not
-// re-encoded, on a cleartext connection at each end (HTTP/1.1 to the
-// client), at least spliceMin bytes still to come.
-func (x *exchange) spliceable(body io.ReadCloser, stream bool, enc encoder) (httpmsg.BodySplicer, httpmsg.BodySource, syscall.RawConn, int64, bool) {
-	if stream || enc != nil {
-		return nil, nil, nil, 0, false
-	}
-	src, ok := body.(httpmsg.BodySource)
-	if !ok {
-		return nil, nil, nil, 0, false
-	}
-	sp, ok := x.w.w.(httpmsg.BodySplicer)
-	if !ok {
-		return nil, nil, nil, 0, false
-	}
-	raw, left, ok := src.SpliceSource()
-	if !ok || left < spliceMin {
-		return nil, nil, nil, 0, false
-	}
-	return sp, src, raw, left, true
-}
-
-// spliceBody splices the left bytes still to come of body to the client.
-// It returns a nil next when the body went out whole (the body is then at
-// its end: its Close pools the connection); else next is what is left to
-// buffer: the bytes the client's socket did not take (held, to be closed
-// once read), then the rest of body.
-func (x *exchange) spliceBody(body io.ReadCloser, sp httpmsg.BodySplicer, src httpmsg.BodySource, raw syscall.RawConn, left int64) (next, held io.ReadCloser, err error) {
-	res, ok, err := sp.SpliceBody(raw, left, x.wd.touch)
-	if !ok {
-		return body, nil, nil // nothing taken: buffer it all
-	}
-	x.w.n += res.Moved
-	x.r.bufs.AddSpliced(res.Moved)
-	src.Spliced(res.Moved + res.Held)
-	if err != nil {
-		if res.Rest != nil {
-			res.Rest.Close()
-		}
-		if res.ClientErr {
-			return nil, nil, errClientWrite
-		}
-		return nil, nil, err
-	}
-	if res.Held == 0 {
-		return nil, nil, nil
-	}
-	return &heldThen{held: res.Rest, body: body}, res.Rest, nil
-}
-
-// heldThen reads a splice's held bytes, then the body. Its Close closes
-// the body; the held bytes' reader is closed by whoever made it.
-type heldThen struct {
-	held io.Reader
-	body io.ReadCloser
-}
-
-func (h *heldThen) Read(p []byte) (int, error) {
-	if h.held != nil {
-		n, err := h.held.Read(p)
-		if err != io.EOF {
-			return n, err
-		}
-		h.held = nil
-		if n > 0 {
-			return n, nil
-		}
-	}
-	return h.body.Read(p)
-}
-
-func (h *heldThen) Close() error { return h.body.Close() }
 
 // scratchBufs lends the buffers a queue's file bytes are read into.
 const scratchSize = 4 << 10

@@ -98,16 +98,7 @@ type Pool struct {
 	// them for the metrics.
 	respMemory, respDisk      atomic.Int64
 	respSpills, respOverflows atomic.Uint64
-	respSpliced               atomic.Uint64
 	free                      freeSpace
-}
-
-// AddSpliced counts n response body bytes that went from a server's
-// socket to a client's without being held (splice(2)), for QueueStats.
-func (p *Pool) AddSpliced(n int64) {
-	if n > 0 {
-		p.respSpliced.Add(uint64(n))
-	}
 }
 
 // NewPool returns a Pool with the given limits (zero fields: defaults).
@@ -141,13 +132,12 @@ type QueueStats struct {
 	Memory, Disk int64  // bytes held now, not yet taken by the consumer
 	Spills       uint64 // bodies that went on from memory to a file
 	Overflows    uint64 // bodies past the caps that streamed (waited for the consumer)
-	Spliced      uint64 // bytes moved from socket to socket, never held (AddSpliced)
 }
 
 // Stats returns the counters.
 func (p *Pool) Stats() Stats {
 	r := QueueStats{Memory: p.respMemory.Load(), Disk: p.respDisk.Load(),
-		Spills: p.respSpills.Load(), Overflows: p.respOverflows.Load(), Spliced: p.respSpliced.Load()}
+		Spills: p.respSpills.Load(), Overflows: p.respOverflows.Load()}
 	return Stats{Memory: max(p.memory.Load()-r.Memory, 0), Disk: max(p.disk.Load()-r.Disk, 0),
 		Spills: p.spills.Load() - r.Spills, Overflows: p.overflows.Load() - r.Overflows, Response: r}
 }

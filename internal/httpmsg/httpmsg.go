@@ -17,7 +17,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -407,42 +406,4 @@ func ReasonCode(text string) string {
 		}
 	}
 	return strings.TrimSuffix(string(b), "_")
-}
-
-// A response body of known length can go from the server's socket to the
-// client's without passing through edgeway's memory (splice(2)): the
-// body offers its socket (BodySource), the client's writer takes from it
-// (BodySplicer).
-
-// BodySource is implemented by a response body whose bytes still to come
-// can be taken from the server's socket directly: SpliceSource returns
-// it and their count when they can (a Content-Length body on a cleartext
-// connection, none of it read ahead); Spliced records n of them taken.
-type BodySource interface {
-	SpliceSource() (src syscall.RawConn, left int64, ok bool)
-	Spliced(n int64)
-}
-
-// BodySplicer is implemented by a ResponseWriter that can move body
-// bytes from a socket to the client without copying them (cleartext
-// HTTP/1.1 on Linux). SpliceBody moves up to n bytes from src as Write
-// would (after the head and what was written before), calling progress
-// after each read of src, and never waits for the client: when the
-// client's socket is full it returns with the bytes taken but not sent
-// in the result's Rest. ok is false when it cannot splice (nothing was
-// taken: write the body as usual).
-type BodySplicer interface {
-	SpliceBody(src syscall.RawConn, n int64, progress func()) (res SpliceResult, ok bool, err error)
-}
-
-// SpliceResult is what a SpliceBody did.
-type SpliceResult struct {
-	// Moved is the bytes that reached the client's socket; Held the bytes
-	// taken from the source that did not (the client's socket was full),
-	// which Rest reads. Rest is nil when Held is 0; its Close gives its
-	// pipe back and must be called.
-	Moved, Held int64
-	Rest        io.ReadCloser
-	// ClientErr is set when the error came from the client's side.
-	ClientErr bool
 }

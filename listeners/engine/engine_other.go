@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
-
-	"github.com/edgeway/edgeway/internal/httpmsg"
 )
 
 // The engine parks connections on epoll: other systems get an error from
@@ -58,11 +56,3 @@ func (*loop) all() []owner               { return nil }
 func (*tunnel) pump(uint8)               {}
 func (*tunnel) pumpInline(uint8, []byte) {}
 func (owner) close()                     {}
-
-// ErrNotSpliceable is SpliceFrom's answer outside Linux.
-var ErrNotSpliceable = errors.New("engine: connection cannot be spliced into")
-
-// SpliceFrom needs splice(2): elsewhere it returns ErrNotSpliceable.
-func (c *Conn) SpliceFrom(syscall.RawConn, int64, func()) (httpmsg.SpliceResult, error) {
-	return httpmsg.SpliceResult{}, ErrNotSpliceable
-}

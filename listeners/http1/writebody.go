@@ -9,7 +9,6 @@ import (
 
 	"github.com/edgeway/edgeway/internal/http1"
 	"github.com/edgeway/edgeway/internal/httpmsg"
-	"github.com/edgeway/edgeway/listeners/engine"
 )
 
 // Write implements httpmsg.ResponseWriter. Without a head it writes an
@@ -261,26 +260,4 @@ func (w *writer) SetReadDeadline(t time.Time) error {
 	}
 	w.x.dl.Store(true)
 	return c.SetReadDeadline(t)
-}
-
-// SpliceBody implements httpmsg.BodySplicer: a body of declared length on
-// a cleartext connection is moved from src to the client's socket by the
-// engine (splice(2)) after what the buffer holds is sent.
-func (w *writer) SpliceBody(src syscall.RawConn, n int64, progress func()) (httpmsg.SpliceResult, bool, error) {
-	if w.err != nil || w.x.tls || w.status < 200 || w.noBody || w.chunked || w.ended ||
-		w.clen < 0 || w.n+n > w.clen || n <= 0 {
-		return httpmsg.SpliceResult{}, false, nil
-	}
-	if err := w.flush(); err != nil {
-		return httpmsg.SpliceResult{ClientErr: true}, true, err
-	}
-	res, err := w.x.c.SpliceFrom(src, n, progress)
-	if errors.Is(err, engine.ErrNotSpliceable) {
-		return res, false, nil
-	}
-	w.n += res.Moved // the held bytes go out through Write, which counts them
-	if err != nil && res.ClientErr {
-		w.fail(err)
-	}
-	return res, true, err
 }

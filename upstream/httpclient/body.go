@@ -2,8 +2,6 @@ package httpclient
 
 import (
 	"io"
-	"net"
-	"syscall"
 )
 
 // respond fills resp from the parsed head: a 101 hands the raw connection
@@ -121,36 +119,6 @@ func (b *respBody) readFixed(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
-}
-
-// SpliceSource implements httpmsg.BodySource: a Content-Length body on a
-// cleartext connection, with none of its bytes read ahead into the read
-// buffer, can be taken from the socket by the caller.
-func (b *respBody) SpliceSource() (syscall.RawConn, int64, bool) {
-	if b.closed || b.eof || b.chunked || b.left <= 0 || b.c.rb == nil || b.c.rb.w > b.c.rb.r {
-		return nil, 0, false
-	}
-	tc, ok := b.c.nc.(*net.TCPConn)
-	if !ok {
-		return nil, 0, false
-	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return nil, 0, false
-	}
-	return raw, b.left, true
-}
-
-// Spliced implements httpmsg.BodySource: n body bytes were taken from the
-// socket; once none is left the body is at its end (Read returns
-// io.EOF, Close pools the connection).
-func (b *respBody) Spliced(n int64) {
-	n = min(n, b.left)
-	b.left -= n
-	b.c.nrd += n
-	if b.left == 0 {
-		b.eof = true // read to its end: Close pools the connection
-	}
 }
 
 // readRaw reads buffered bytes first, then from the socket straight into p.
