@@ -123,27 +123,33 @@ func (o *Overrides) publish(t OverrideTable, rev int64) {
 	o.applied.advance(rev)
 }
 
+// updateTimeout bounds an Update with its retries; each call to etcd in
+// it has CallTimeout.
+const updateTimeout = 5 * CallTimeout
+
 // Update changes the override of pool/addr in etcd: change gets the
 // current value (zero when none) and returns the new one; a zero result
 // deletes the key. The write is a compare-and-swap on the key's
-// revision, retried on conflict (after a short random pause, so that
-// instances writing the same key at once do not meet again in step)
-// until CallTimeout; Update then waits (bounded) until this instance's
-// watch has applied it, so the caller sees its own write. An error wraps
-// ErrUnavailable when etcd could not be reached, or when other writers
-// kept winning the key until the deadline: then nothing changed here.
+// revision; one that loses to another writer gets the key's new value in
+// the same round trip and is tried again on it, after a short random
+// pause (so that instances writing the key at once do not meet again in
+// step), until updateTimeout. Update then waits (bounded) until this
+// instance's watch has applied it, so the caller sees its own write. An
+// error wraps ErrUnavailable when etcd could not be reached (a call
+// outlasted CallTimeout), or when other writers kept winning the key
+// until the deadline: then nothing changed here.
 func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(Override) (Override, error)) (Override, error) {
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, updateTimeout)
 	defer cancel()
 	key := o.n.Key("overrides", pool, addr)
+	cur, seen, err := o.get(ctx, key)
+	if err != nil {
+		o.n.Metrics.FailedWrites.Add(1)
+		return Override{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !conflictPause(ctx, attempt) {
 			return Override{}, fmt.Errorf("cluster override %s/%s: %w: %d conflicting writes until the deadline", pool, addr, ErrUnavailable, attempt)
-		}
-		cur, seen, err := o.get(ctx, key)
-		if err != nil {
-			o.n.Metrics.FailedWrites.Add(1)
-			return Override{}, err
 		}
 		next, err := change(cur)
 		if err != nil {
@@ -155,7 +161,10 @@ func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(O
 			b, _ := json.Marshal(next)
 			op = clientv3.OpPut(key, string(b))
 		}
-		resp, err := o.n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", seen)).Then(op).Commit()
+		cctx, ccancel := callCtx(ctx)
+		resp, err := o.n.cli.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", seen)).
+			Then(op).Else(clientv3.OpGet(key)).Commit()
+		ccancel()
 		if err != nil {
 			o.n.Metrics.FailedWrites.Add(1)
 			return Override{}, o.n.unavailable("override write", err)
@@ -163,6 +172,10 @@ func (o *Overrides) Update(ctx context.Context, pool, addr string, change func(O
 		if resp.Succeeded {
 			o.applied.wait(ctx, resp.Header.Revision)
 			return next, nil
+		}
+		cur, seen = Override{}, 0
+		if rr := resp.Responses[0].GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
+			cur, seen = decodeOverride(rr.Kvs[0].Value), rr.Kvs[0].ModRevision
 		}
 	}
 }
@@ -183,16 +196,24 @@ func conflictPause(ctx context.Context, attempt int) bool {
 }
 
 func (o *Overrides) get(ctx context.Context, key string) (Override, int64, error) {
+	ctx, cancel := callCtx(ctx)
+	defer cancel()
 	resp, err := o.n.cli.Get(ctx, key)
 	if err != nil {
 		return Override{}, 0, o.n.unavailable("override read", err)
 	}
-	var cur Override
 	if len(resp.Kvs) == 0 {
-		return cur, 0, nil
+		return Override{}, 0, nil
 	}
-	if err := json.Unmarshal(resp.Kvs[0].Value, &cur); err != nil {
-		cur = Override{} // a damaged value is replaced
+	return decodeOverride(resp.Kvs[0].Value), resp.Kvs[0].ModRevision, nil
+}
+
+// decodeOverride reads a stored override; a damaged value reads as none
+// (and is replaced by the write).
+func decodeOverride(b []byte) Override {
+	var cur Override
+	if err := json.Unmarshal(b, &cur); err != nil {
+		return Override{}
 	}
-	return cur, resp.Kvs[0].ModRevision, nil
+	return cur
 }
