@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/websocket"
@@ -19,9 +21,12 @@ import (
 type traffic struct {
 	requests, failed atomic.Int64
 	messages, cut    atomic.Int64
-	// dials counts the connections the keep-alive clients opened: one
-	// each, unless edgeway closed one.
-	dials atomic.Int64
+	// dials counts the connections the keep-alive clients opened (one
+	// each, more when Go's transport dials while the last connection is
+	// on its way back to its pool); serverClosed those edgeway ended
+	// (an end of stream or a reset on a connection the client had not
+	// closed).
+	dials, serverClosed atomic.Int64
 
 	mu        sync.Mutex
 	errors    []string        // the first few failures, for the report
@@ -50,10 +55,12 @@ func (tr *traffic) httpClients(ctx context.Context, base string, n int, keepAliv
 			DisableKeepAlives:   !keepAlive,
 			MaxIdleConnsPerHost: 1,
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				if keepAlive {
-					tr.dials.Add(1)
+				c, err := dialer.DialContext(ctx, network, addr)
+				if !keepAlive || err != nil {
+					return c, err
 				}
-				return dialer.DialContext(ctx, network, addr)
+				tr.dials.Add(1)
+				return &watchedConn{Conn: c, byServer: &tr.serverClosed}, nil
 			},
 		}
 		c := &http.Client{Transport: tp, Timeout: 10 * time.Second}
@@ -65,6 +72,30 @@ func (tr *traffic) httpClients(ctx context.Context, base string, n int, keepAliv
 			}
 		})
 	}
+}
+
+// watchedConn is a keep-alive client's connection: it counts, once, an
+// end of stream or a reset from edgeway before the client closed it (Go's
+// transport reads every connection it holds, idle ones too).
+type watchedConn struct {
+	net.Conn
+	closed   atomic.Bool
+	counted  atomic.Bool
+	byServer *atomic.Int64
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && !c.closed.Load() && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) &&
+		c.counted.CompareAndSwap(false, true) {
+		c.byServer.Add(1)
+	}
+	return n, err
+}
+
+func (c *watchedConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 func (tr *traffic) get(c *http.Client, url string) {
