@@ -637,16 +637,7 @@ func (c *conn) nextWrite(buf []byte) ([]byte, bool) {
 }
 
 // writeFailed ends the connection after a failed write.
-func (c *conn) writeFailed(err error) {
-	c.mu.Lock()
-	if c.broken == nil {
-		c.broken = err
-	}
-	c.writing, c.writerOn = false, false
-	c.sendCond.Broadcast()
-	c.mu.Unlock()
-	c.nc.Close()
-}
+func (c *conn) writeFailed(err error) { c.endWriter(err, false) }
 
 // errWriterPanic is a connection whose writer panicked.
 var errWriterPanic = errors.New("h2conn: connection writer panicked")
@@ -657,16 +648,26 @@ var errWriterPanic = errors.New("h2conn: connection writer panicked")
 // park or close waiting for the writer goes on.
 func (c *conn) writerPanicked(done chan struct{}) {
 	defer close(done)
+	c.endWriter(errWriterPanic, true)
+}
+
+// endWriter marks the writer gone on err, wakes the streams waiting for
+// room and closes the socket; closing also marks the connection closing
+// and wakes whoever waits for the writer's frames (after a panic no
+// other path ends it).
+func (c *conn) endWriter(err error, closing bool) {
 	defer c.nc.Close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken == nil {
-		c.broken = errWriterPanic
+		c.broken = err
 	}
-	c.closing = true
+	if closing {
+		c.closing = true
+		c.wcond.Broadcast()
+	}
 	c.writing, c.writerOn = false, false
 	c.sendCond.Broadcast()
-	c.wcond.Broadcast()
 }
 
 // wakeWriterLocked has the writer send what is queued, starting it when
