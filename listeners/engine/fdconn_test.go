@@ -227,27 +227,28 @@ func TestCloseWhileWaiting(t *testing.T) {
 	waitStats(t, e, "the slot to be freed", func(s Stats) bool { return s.Open == 0 })
 }
 
-func TestCloseWakesWriteWaitingThroughPark(t *testing.T) {
-	t.Parallel()
-	// A write on another goroutine still waits for room when the handler
-	// returns Park, as an HTTP/2 connection's GOAWAY can when a shutdown
-	// claims it as it parks: the park must leave that call its waiter, so
-	// that a Close (or the loop) still wakes it, and must not give the
-	// waiter to another connection meanwhile.
+// parkWithWriteWaiting serves a connection whose handler leaves a write
+// of size bytes running on another goroutine (the client reads nothing
+// yet) and returns Park once that write waits for room, as an HTTP/2
+// connection's GOAWAY can when a shutdown claims it as it parks. It
+// returns when the connection is parked, with the write's result to come
+// on done.
+func parkWithWriteWaiting(t *testing.T, size int) (e *Engine, client *net.TCPConn, c *Conn, done <-chan error) {
+	t.Helper()
 	waiting := make(chan *Conn, 1)
 	park := make(chan struct{})
-	done := make(chan error, 1)
-	e, _ := served(t, smallSendBuffer(), func(c *Conn) Action {
+	wrote := make(chan error, 1)
+	e, client = served(t, smallSendBuffer(), func(c *Conn) Action {
 		c.SetWriteDeadline(time.Now().Add(time.Minute)) // only so that a failure ends
 		go func() {
-			_, err := c.Write(make([]byte, 64<<20)) // the client reads nothing
-			done <- err
+			_, err := c.Write(make([]byte, size))
+			wrote <- err
 		}()
 		waiting <- c
 		<-park
 		return Park
 	})
-	c := <-waiting
+	c = <-waiting
 	testutil.WaitFor(t, "the write to wait", func() bool {
 		c.l.mu.Lock()
 		defer c.l.mu.Unlock()
@@ -255,6 +256,15 @@ func TestCloseWakesWriteWaitingThroughPark(t *testing.T) {
 	})
 	close(park)
 	waitStats(t, e, "the connection to park", func(s Stats) bool { return s.Parked == 1 })
+	return e, client, c, wrote
+}
+
+func TestCloseWakesWriteWaitingThroughPark(t *testing.T) {
+	t.Parallel()
+	// The park must leave the write its waiter, so that a Close (or the
+	// loop) still wakes it, and must not give the waiter to another
+	// connection meanwhile.
+	e, _, c, done := parkWithWriteWaiting(t, 64<<20)
 	c.Close()
 	select {
 	case err := <-done:
@@ -269,30 +279,10 @@ func TestCloseWakesWriteWaitingThroughPark(t *testing.T) {
 
 func TestWriteWaitingThroughParkGoesOn(t *testing.T) {
 	t.Parallel()
-	// As TestCloseWakesWriteWaitingThroughPark, but the client then reads:
-	// the parked registration must still wait for room for the write.
+	// When the client then reads, the parked registration must still
+	// wait for room for the write.
 	const size = 8 << 20
-	waiting := make(chan *Conn, 1)
-	park := make(chan struct{})
-	done := make(chan error, 1)
-	e, client := served(t, smallSendBuffer(), func(c *Conn) Action {
-		c.SetWriteDeadline(time.Now().Add(time.Minute)) // only so that a failure ends
-		go func() {
-			_, err := c.Write(make([]byte, size)) // the client reads only after the park
-			done <- err
-		}()
-		waiting <- c
-		<-park
-		return Park
-	})
-	c := <-waiting
-	testutil.WaitFor(t, "the write to wait", func() bool {
-		c.l.mu.Lock()
-		defer c.l.mu.Unlock()
-		return c.w.waits&waitOut != 0
-	})
-	close(park)
-	waitStats(t, e, "the connection to park", func(s Stats) bool { return s.Parked == 1 })
+	_, client, _, done := parkWithWriteWaiting(t, size)
 	read := make(chan error, 1)
 	go func() {
 		client.SetReadDeadline(time.Now().Add(time.Minute))
