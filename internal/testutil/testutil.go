@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -25,16 +26,38 @@ import (
 // the test with msg.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
+	if !Poll(timeout, cond) {
+		t.Fatalf("timed out after %v: "+msg, append([]any{timeout}, args...)...)
+	}
+}
+
+// Poll calls cond until it returns true (true) or timeout passes
+// (false): Eventually for a goroutine other than the test's, which may
+// not fail the test itself.
+func Poll(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for wait := time.Millisecond; ; wait = min(wait*2, 50*time.Millisecond) {
 		if cond() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: "+msg, append([]any{timeout}, args...)...)
+			return false
 		}
 		time.Sleep(wait) // polling interval, not a wait for an event
 	}
+}
+
+// RetryAfterWithin checks the Retry-After v of a token bucket that gives
+// one token per full and started refilling at start (its first request):
+// from full less the whole seconds since start, rounded up, to full (a
+// loaded machine slow between the requests sees a little under full).
+func RetryAfterWithin(v string, full time.Duration, start time.Time) error {
+	most := int(full / time.Second)
+	least := most - int(math.Ceil(time.Since(start).Seconds()))
+	if s, err := strconv.Atoi(v); err != nil || s < least || s > most {
+		return fmt.Errorf("Retry-After %q, want from %d to %d", v, least, most)
+	}
+	return nil
 }
 
 // ModuleRoot returns the repository root (the folder holding go.mod).

@@ -65,7 +65,7 @@ func startEngine(t *testing.T, cfg Config, wrap func(net.Conn) net.Conn) *engine
 		}()
 		select {
 		case <-done:
-		case <-time.After(3 * time.Second):
+		case <-time.After(testTimeout): // Shutdown's own bound is 2 s: this only catches a hang
 			t.Error("the server's Shutdown hung")
 		}
 		e.Close()
@@ -101,16 +101,11 @@ type panicConn struct {
 
 func (p *panicConn) Write(b []byte) (int, error) {
 	if c := p.c.Load(); c != nil && p.armed.Load() {
-		deadline := time.Now().Add(testTimeout)
-		for time.Now().Before(deadline) {
+		testutil.Poll(testTimeout, func() bool { // the test fails on what follows if it does not hold
 			c.mu.Lock()
-			idle := c.handlers == 0 && len(c.streams) == 0 && c.deadline != dlPark
-			c.mu.Unlock()
-			if idle {
-				break
-			}
-			time.Sleep(time.Millisecond) // polling interval, not a wait for an event
-		}
+			defer c.mu.Unlock()
+			return c.handlers == 0 && len(c.streams) == 0 && c.deadline != dlPark
+		})
 	}
 	return p.Conn.Write(b)
 }
@@ -282,16 +277,12 @@ func TestTunnelEndParks(t *testing.T) {
 		case <-time.After(testTimeout):
 			t.Error("the tunnel did not end")
 		}
-		for deadline := time.Now().Add(testTimeout); time.Now().Before(deadline); {
+		testutil.Poll(testTimeout, func() bool { // the test fails on what follows if it does not hold
 			hc := hcOf.Load()
 			hc.mu.Lock()
-			idle := len(hc.streams) == 0 && len(hc.out) == 0 && !hc.writing && hc.deadline != dlPark
-			hc.mu.Unlock()
-			if idle {
-				break
-			}
-			time.Sleep(time.Millisecond) // polling interval, not a wait for an event
-		}
+			defer hc.mu.Unlock()
+			return len(hc.streams) == 0 && len(hc.out) == 0 && !hc.writing && hc.deadline != dlPark
+		})
 	})}, nil)
 	rc := dialRaw(t, es.addr)
 	hcOf.Store(es.conn(t))
