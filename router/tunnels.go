@@ -22,7 +22,9 @@ import (
 // Each tunnel's upstream connection is wrapped so that the registry
 // learns when the front end closes it: the registry holds only live
 // tunnels. The wrapper keeps *net.TCPConn's methods (SyscallConn,
-// CloseWrite), so the engine still parks and splices the socket. It is
+// CloseWrite) for the front ends that copy through it, and hands the
+// socket to the engine (httpmsg.TunnelSocket), which parks and splices it
+// as its own descriptor. It is
 // also an httpmsg.TunnelReporter: the front end tells it how the tunnel
 // ended and what it carried, which becomes one access-log line
 // (msg=tunnel) and the edgeway_tunnel* metrics.
@@ -52,15 +54,17 @@ type tunnelInfo struct {
 	start    time.Time
 }
 
-// tunnels is the registry of live tunnels.
+// tunnels is the registry of live tunnels (each knows its key).
 type tunnels struct {
 	mu   sync.Mutex
-	live map[*tunnelConn]tunnelKey
+	live map[*tunnelConn]struct{}
 }
 
-// tunnelConn is a tunnel's upstream connection.
+// tunnelConn is a tunnel's upstream connection. Its socket is nil once
+// handed over (TunnelSocket).
 type tunnelConn struct {
 	*net.TCPConn
+	mu      sync.Mutex // TCPConn's handover against Close
 	reg     *tunnels
 	r       *Router
 	key     tunnelKey
@@ -86,6 +90,18 @@ func (c *tunnelConn) TunnelEnded(e httpmsg.TunnelEnd) {
 	c.r.tunnelEnded(c, e)
 }
 
+// TunnelSocket implements httpmsg.TunnelSocket: the bytes are the
+// socket's as they are. The wrapper forgets the socket, so that an idle
+// tunnel does not keep its netFD; only Close and the reports are called
+// after it.
+func (c *tunnelConn) TunnelSocket() *net.TCPConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tc := c.TCPConn
+	c.TCPConn = nil
+	return tc
+}
+
 // Close closes the connection and forgets the tunnel. A front end that
 // did not report the tunnel's end (it never started) gets its line here.
 func (c *tunnelConn) Close() error {
@@ -95,7 +111,13 @@ func (c *tunnelConn) Close() error {
 		c.reg.mu.Unlock()
 	})
 	c.TunnelEnded(httpmsg.TunnelEnd{How: httpmsg.TunnelError})
-	return c.TCPConn.Close()
+	c.mu.Lock()
+	tc := c.TCPConn
+	c.mu.Unlock()
+	if tc == nil {
+		return nil // the front end owns and closes the socket
+	}
+	return tc.Close()
 }
 
 // drain ends the tunnel: both sides, through the front end when it gave
@@ -119,9 +141,9 @@ func (r *Router) track(up net.Conn, k tunnelKey, info tunnelInfo) net.Conn {
 	c := &tunnelConn{TCPConn: tc, reg: t, r: r, key: k, info: info}
 	t.mu.Lock()
 	if t.live == nil {
-		t.live = map[*tunnelConn]tunnelKey{}
+		t.live = map[*tunnelConn]struct{}{}
 	}
-	t.live[c] = k
+	t.live[c] = struct{}{}
 	t.mu.Unlock()
 	return c
 }
@@ -188,8 +210,8 @@ func (t *tunnels) orphaned(s *Snapshot, pools map[string]*upstream.Pool) []*tunn
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []*tunnelConn
-	for c, k := range t.live {
-		if !keep[k] {
+	for c := range t.live {
+		if !keep[c.key] {
 			out = append(out, c)
 		}
 	}

@@ -326,6 +326,20 @@ type TunnelReporter interface {
 	TunnelEnded(TunnelEnd)
 }
 
+// TunnelSocket is implemented by an upstream connection that wraps a
+// plain TCP socket and adds nothing to its bytes (no TLS, no framing): a
+// front end that carries a tunnel over it on its own event loop may take
+// the socket over. TunnelSocket hands it over (nil when there is none
+// left to hand): the caller owns it from then on and closes it (the
+// engine duplicates the descriptor and closes the *net.TCPConn, which
+// takes the socket out of Go's poller, then closes the duplicate when the
+// tunnel ends). The wrapper forgets the socket; the front end calls only
+// its Close, for the wrapper's own bookkeeping, and TunnelReporter's
+// methods after that.
+type TunnelSocket interface {
+	TunnelSocket() *net.TCPConn
+}
+
 // Refusal is a request (or, with Status 0, a connection) a listener
 // answered itself, before any handler saw it: a head that does not
 // parse, is too large, smuggles, names a bad Host or an unsupported

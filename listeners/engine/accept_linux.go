@@ -112,8 +112,8 @@ func (a *acceptor) accept(*net.TCPListener) error {
 func (e *Engine) adoptFD(fd int, remote, local netip.AddrPort) {
 	e.open.Add(1)
 	l := e.nextLoop()
-	c := &Conn{l: l}
-	c.fd.init(c, fd, remote, local)
+	c := &Conn{l: l, remote: remote, local: local}
+	c.fd.init(&c.w, fd)
 	c.Conn, c.sock = &c.fd, &c.fd
 	c.w.conn = c
 	c.w.raw = (*fdRaw)(&c.fd)

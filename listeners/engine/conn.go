@@ -28,6 +28,8 @@ type Conn struct {
 	parkedAt   time.Duration
 	tunReq     *tunnelReq // asked for by Tunnel during Serve
 	held       *heldHead  // Hold: a request begun, kept while parked
+
+	remote, local netip.AddrPort // the engine's socket's (fd), from accept
 }
 
 // heldHead is what Hold keeps of a request that has begun: its bytes so
@@ -92,8 +94,8 @@ type Socket interface {
 // RemoteAddrPort is the stream's RemoteAddr as a netip.AddrPort, with no
 // allocation when the stream is the accepted socket or TLS over it.
 func (c *Conn) RemoteAddrPort() netip.AddrPort {
-	if s := c.ownSocket(); s != nil {
-		return s.remote
+	if c.ownSocket() != nil {
+		return c.remote
 	}
 	return addrPort(c.Conn.RemoteAddr())
 }
@@ -101,8 +103,8 @@ func (c *Conn) RemoteAddrPort() netip.AddrPort {
 // LocalAddrPort is the stream's LocalAddr as a netip.AddrPort, as
 // RemoteAddrPort.
 func (c *Conn) LocalAddrPort() netip.AddrPort {
-	if s := c.ownSocket(); s != nil {
-		return s.local
+	if c.ownSocket() != nil {
+		return c.local
 	}
 	return addrPort(c.Conn.LocalAddr())
 }

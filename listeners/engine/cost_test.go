@@ -44,7 +44,7 @@ func TestCost(t *testing.T) {
 		openTunnels(t, ch, u, 0, warmUp)
 		ch.base = ch.measure()
 		openTunnels(t, ch, u, warmUp, 4_000)
-		ch.cost("parked tunnel (client and upstream sockets)", 4_000-warmUp, 2048)
+		ch.cost("parked tunnel (client and upstream sockets)", 4_000-warmUp, 1280)
 	})
 }
 

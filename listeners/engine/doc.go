@@ -105,10 +105,10 @@
 //   - Parked idle: about 320 bytes and no goroutine (1,080 with GoPoller,
 //     512 of them Go's poll descriptor, runtime.pollDesc, never freed to
 //     the heap, and about 300 net's netFD, TCPConn and addresses). It is
-//     the Conn with its fdConn (248 bytes, a 256-byte allocation; the
-//     fdConn is 128 of them: the descriptor and its reference count, two
-//     deadlines, two locks, the two addresses as netip.AddrPort) and the
-//     loop's slot.
+//     the Conn with its fdConn (256 bytes; the fdConn is 64 of them:
+//     its registration, the descriptor and its reference count, two
+//     deadlines, two locks; the Conn keeps the two addresses as
+//     netip.AddrPort) and the loop's slot.
 //     The kernel's socket memory (2-3 KiB) comes on top and is not in RSS.
 //   - Parked with a request begun (Conn.Hold): the above plus the bytes
 //     held and 40 bytes, no goroutine.
@@ -116,9 +116,13 @@
 //     runtime's average stack size, 2 KiB or more) and whatever the Handler
 //     holds (the HTTP/1 server's pooled buffers); a call that waits takes
 //     a pooled waiter (two channels, and a timer under a deadline).
-//   - Tunnel, idle: about 1,420 bytes for both sockets and no goroutine
-//     (2,180 with GoPoller): the client's Conn, the tunnel struct, and the
-//     upstream side, still a *net.TCPConn with its poll descriptor.
+//   - Tunnel, idle: about 600 bytes for both sockets and no goroutine
+//     (2,180 with GoPoller): the client's Conn and the tunnel struct (176
+//     bytes), which holds the upstream side as an engine descriptor too.
+//     The upstream connection arrives as a *net.TCPConn (or a wrapper
+//     that hands its socket over, httpmsg.TunnelSocket); the engine
+//     duplicates its descriptor and closes it, which frees its poll
+//     descriptor and netFD (1,420 bytes a tunnel while it kept them).
 //   - Tunnel, moving bytes: nothing more for a burst the loop copies at
 //     once; a longer one takes a goroutine and a pooled pipe (two
 //     descriptors, kernel memory) per direction, returned when the burst

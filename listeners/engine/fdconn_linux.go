@@ -16,9 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fdConn is an accepted client socket owned by the engine: a plain
-// non-blocking descriptor from accept4(2), read and written with read(2)
-// and write(2). It is not in Go's poller: when a call would block, the
+// fdConn is a socket owned by the engine: a plain non-blocking
+// descriptor, read and written with read(2) and write(2); an accepted
+// client socket (from accept4(2)), or the upstream side of a tunnel that
+// the engine took out of Go's poller (tunnel.adopt). It is not in Go's poller: when a call would block, the
 // goroutine waits for the engine's own epoll loop to report the socket
 // ready (loop.await), so a connection costs no runtime.pollDesc and no
 // netFD. It implements net.Conn, syscall.Conn and the *net.TCPConn
@@ -29,19 +30,17 @@ import (
 // was called and no call still uses it, so its number is never reused
 // under a call.
 type fdConn struct {
-	c       *Conn
+	w       *watch // the socket's registration
 	fd      int32
 	refs    atomic.Int32 // 1 while open, plus one per call using fd
 	closing atomic.Bool
 	dl      [2]atomic.Int64 // read, write deadlines in Unix nanoseconds; 0: none
 	mu      [2]sync.Mutex   // serialises reads, writes
 	wt      atomic.Pointer[waiter]
-
-	remote, local netip.AddrPort
 }
 
-func (s *fdConn) init(c *Conn, fd int, remote, local netip.AddrPort) {
-	s.c, s.fd, s.remote, s.local = c, int32(fd), remote, local
+func (s *fdConn) init(w *watch, fd int) {
+	s.w, s.fd = w, int32(fd)
 	s.refs.Store(1)
 }
 
@@ -270,10 +269,19 @@ func (s *fdConn) setDeadline(dir int, t time.Time) {
 }
 
 // RemoteAddr is the client's address, as accept4(2) gave it.
-func (s *fdConn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(s.remote) }
+func (s *fdConn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(s.addrs()[0]) }
 
 // LocalAddr is the address the client connected to.
-func (s *fdConn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(s.local) }
+func (s *fdConn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(s.addrs()[1]) }
+
+// addrs returns the remote and local addresses: a client socket's, kept
+// in its Conn; a tunnel's upstream side keeps none (nothing asks).
+func (s *fdConn) addrs() [2]netip.AddrPort {
+	if c := s.w.conn; c != nil {
+		return [2]netip.AddrPort{c.remote, c.local}
+	}
+	return [2]netip.AddrPort{}
+}
 
 // SyscallConn returns the socket's raw connection: Control, and Read and
 // Write with callbacks, which wait through the engine's loop when the

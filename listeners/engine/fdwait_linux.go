@@ -99,7 +99,7 @@ func (s *fdConn) wait(dir int) error {
 	if err := s.expired(dir); err != nil {
 		return err
 	}
-	if err := s.c.l.await(&s.c.w, dir, int(s.fd)); err != nil {
+	if err := s.w.loop().await(s.w, dir, int(s.fd)); err != nil {
 		return err
 	}
 	d := s.dl[dir].Load()

@@ -239,16 +239,37 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 		w.raw.Control(func(fd uintptr) { l.ctl(w, int(fd)) })
 	}
 	l.mu.Unlock()
-	if wake&waitIn != 0 {
-		w.conn.fd.wake(dirRead)
-	}
-	if wake&waitOut != 0 {
-		w.conn.fd.wake(dirWrite)
+	if wake != 0 {
+		s := w.sock()
+		if wake&waitIn != 0 {
+			s.wake(dirRead)
+		}
+		if wake&waitOut != 0 {
+			s.wake(dirWrite)
+		}
 	}
 	if dispatch {
 		w.fire(l.buf[:])
 	}
 	return true
+}
+
+// sock is the engine's socket whose waiting calls w wakes: the client's,
+// or a tunnel's upstream side once the engine owns it (tunnel.adopt).
+// Only an engine socket's calls register waits (waitIn, waitOut).
+func (w *watch) sock() *fdConn {
+	if w.conn != nil {
+		return &w.conn.fd
+	}
+	return &w.tun.upfd
+}
+
+// loop is the loop w is registered on: its connection's, or its tunnel's.
+func (w *watch) loop() *loop {
+	if w.conn != nil {
+		return w.conn.l
+	}
+	return w.tun.c.l
 }
 
 // ctl arms w's registration for w.events(), under l.mu and with fd held.

@@ -4,8 +4,10 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +32,8 @@ const (
 type tunnel struct {
 	c      *Conn
 	up     net.Conn
+	upfd   fdConn       // up's socket once the engine owns it (adopt)
+	owned  bool         // upfd is up's socket
 	upw    watch        // up's registration (direction dirDown)
 	done   atomic.Int32 // bit per direction that reached end of stream
 	closed atomic.Bool
@@ -100,7 +104,7 @@ func startTunnel(c *Conn, r *tunnelReq) {
 		t.fallback()
 		return
 	}
-	raw, err := sc.SyscallConn()
+	raw, err := t.adopt(sc)
 	if err != nil {
 		t.close()
 		return
@@ -115,6 +119,56 @@ func startTunnel(c *Conn, r *tunnelReq) {
 	t.started()
 }
 
+// adopt returns the raw connection of up that the loop watches. When up
+// is a plain TCP socket (a *net.TCPConn, or a wrapper that hands one over:
+// httpmsg.TunnelSocket), the engine takes the socket over: it duplicates
+// the descriptor into upfd and closes the *net.TCPConn, which takes the
+// socket out of Go's poller and frees its poll descriptor and netFD, so
+// that an idle tunnel holds the engine's own state for both sides and
+// nothing of Go's net package. Config.GoPoller keeps up as it is.
+func (t *tunnel) adopt(sc syscall.Conn) (syscall.RawConn, error) {
+	if t.c.engine().cfg.GoPoller {
+		return sc.SyscallConn()
+	}
+	var tc *net.TCPConn
+	switch u := t.up.(type) {
+	case *net.TCPConn:
+		tc = u
+		t.up = nil // nothing to tell it; its netFD goes with it
+	case httpmsg.TunnelSocket:
+		tc = u.TunnelSocket()
+	}
+	if tc == nil {
+		return sc.SyscallConn()
+	}
+	fd, err := dupSocket(tc)
+	tc.Close() // the duplicate keeps the connection open
+	if err != nil {
+		return nil, err
+	}
+	t.upfd.init(&t.upw, fd)
+	t.owned = true
+	return (*fdRaw)(&t.upfd), nil
+}
+
+// dupSocket duplicates tc's descriptor (close-on-exec; the duplicate
+// shares the open file, so it is non-blocking too).
+func dupSocket(tc *net.TCPConn) (int, error) {
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, fmt.Errorf("taking over the upstream socket: %w", os.NewSyscallError("fcntl", derr))
+	}
+	return fd, nil
+}
+
 // started hands up, when it follows its tunnel, the function that ends it.
 func (t *tunnel) started() {
 	if r, ok := t.up.(httpmsg.TunnelReporter); ok {
@@ -125,6 +179,9 @@ func (t *tunnel) started() {
 // dst is where direction dir writes.
 func (t *tunnel) dst(dir uint8) net.Conn {
 	if dir == dirUp {
+		if t.owned {
+			return &t.upfd
+		}
 		return t.up
 	}
 	if t.c.TLS() != nil {
@@ -323,7 +380,12 @@ func (t *tunnel) close() {
 	}
 	t.c.l.forget(&t.upw)
 	t.report()
-	t.up.Close()
+	if t.up != nil {
+		t.up.Close()
+	}
+	if t.owned {
+		t.upfd.Close()
+	}
 	t.c.Close()
 	t.c.engine().tunnels.Add(-1)
 }

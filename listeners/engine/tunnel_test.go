@@ -7,8 +7,11 @@ import (
 	"crypto/rand"
 	"io"
 	"net"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +69,12 @@ func (u *upstream) next(t testing.TB) net.Conn {
 // tunnelHandler turns the line "tunnel" into a tunnel to u with pre-read
 // bytes on both sides.
 func tunnelHandler(u *upstream) *lineHandler {
+	return wrappedTunnelHandler(u, func(up *net.TCPConn) net.Conn { return up })
+}
+
+// wrappedTunnelHandler is tunnelHandler with the upstream connection
+// given to the engine as wrap makes it.
+func wrappedTunnelHandler(u *upstream, wrap func(*net.TCPConn) net.Conn) *lineHandler {
 	return &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
 		if line != "tunnel" {
 			return 0, false
@@ -74,7 +83,7 @@ func tunnelHandler(u *upstream) *lineHandler {
 		if err != nil {
 			return Close, true
 		}
-		c.Tunnel(up, []byte("<to-up>"), []byte("<to-client>"))
+		c.Tunnel(wrap(up.(*net.TCPConn)), []byte("<to-up>"), []byte("<to-client>"))
 		return Park, true
 	}}
 }
@@ -275,17 +284,9 @@ func TestTunnelEndByReset(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	ends := make(chan httpmsg.TunnelEnd, 2)
-	e := start(t, testConfig(), &lineHandler{hook: func(c *Conn, line string) (Action, bool) {
-		if line != "tunnel" {
-			return 0, false
-		}
-		up, err := net.Dial("tcp", u.ln.Addr().String())
-		if err != nil {
-			return Close, true
-		}
-		c.Tunnel(&reportingUp{TCPConn: up.(*net.TCPConn), end: ends}, []byte("<to-up>"), []byte("<to-client>"))
-		return Park, true
-	}})
+	e := start(t, testConfig(), wrappedTunnelHandler(u, func(up *net.TCPConn) net.Conn {
+		return &reportingUp{TCPConn: up, end: ends}
+	}))
 	waitEnd := func() httpmsg.TunnelEnd {
 		t.Helper()
 		select {
@@ -312,4 +313,102 @@ func TestTunnelEndByReset(t *testing.T) {
 	if end := waitEnd(); end.How != httpmsg.TunnelClientClosed {
 		t.Errorf("a client's close ended the tunnel as %q, want %q", end.How, httpmsg.TunnelClientClosed)
 	}
+}
+
+// handingUp is an upstream connection that hands its socket over
+// (httpmsg.TunnelSocket) and follows its tunnel, as the router's do.
+type handingUp struct {
+	*net.TCPConn
+	handed atomic.Bool
+	closes atomic.Int32
+	end    chan httpmsg.TunnelEnd
+}
+
+func (h *handingUp) TunnelSocket() *net.TCPConn {
+	h.handed.Store(true)
+	return h.TCPConn
+}
+func (h *handingUp) TunnelStarted(func())            {}
+func (h *handingUp) TunnelEnded(e httpmsg.TunnelEnd) { h.end <- e }
+func (h *handingUp) Close() error                    { h.closes.Add(1); return nil }
+
+// TestTunnelTakesOverHandedSocket: an upstream socket handed over is the
+// engine's to carry and to close: bytes go both ways (a burst that fills
+// the upstream's buffers waits on the engine's loop), the client's end of
+// stream reaches the upstream, and when the tunnel ends the wrapper is
+// told and closed once and no descriptor of the socket is left open.
+func TestTunnelTakesOverHandedSocket(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	var hu *handingUp
+	var inode string
+	ready := make(chan struct{})
+	e := start(t, testConfig(), wrappedTunnelHandler(u, func(up *net.TCPConn) net.Conn {
+		hu = &handingUp{TCPConn: up, end: make(chan httpmsg.TunnelEnd, 1)}
+		inode = socketInode(t, up)
+		close(ready)
+		return hu
+	}))
+	client, up := openTunnel(t, e, u)
+	<-ready
+	waitStats(t, e, "the tunnel to park", func(s Stats) bool { return s.Tunnels == 1 && s.Active == 0 })
+	if !hu.handed.Load() {
+		t.Fatal("the engine did not take the upstream socket over")
+	}
+	bulk := make([]byte, 4<<20)
+	rand.Read(bulk)
+	go client.Write(bulk)
+	up.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, len(bulk))
+	if _, err := io.ReadFull(up, got); err != nil || !bytes.Equal(got, bulk) {
+		t.Fatalf("upstream got the 4 MiB burst: %v, intact %v", err, bytes.Equal(got, bulk))
+	}
+	up.Write([]byte("pong"))
+	if got := readN(t, client, 4); got != "pong" {
+		t.Errorf("client got %q", got)
+	}
+	client.Close()
+	waitEOF(t, up)
+	up.Close()
+	select {
+	case end := <-hu.end:
+		if end.How != httpmsg.TunnelClientClosed || end.ToUpstream != int64(len("<to-up>")+len(bulk)) || end.ToClient != int64(len("<to-client>")+4) {
+			t.Errorf("reported %+v", end)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tunnel's end was never reported")
+	}
+	waitStats(t, e, "the tunnel to end", func(s Stats) bool { return s.Tunnels == 0 && s.Open == 0 })
+	if n := hu.closes.Load(); n != 1 {
+		t.Errorf("the wrapper was closed %d times, want 1", n)
+	}
+	testutil.WaitFor(t, "the upstream socket's descriptors to close", func() bool { return !fdOpen(t, inode) })
+}
+
+// socketInode names c's socket as /proc/self/fd shows it ("socket:[N]").
+func socketInode(t testing.TB, c *net.TCPConn) string {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var link string
+	raw.Control(func(fd uintptr) { link, err = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd))) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+// fdOpen reports whether a descriptor of this process refers to inode.
+func fdOpen(t testing.TB, inode string) bool {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + ent.Name()); err == nil && l == inode {
+			return true
+		}
+	}
+	return false
 }
