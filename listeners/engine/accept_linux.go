@@ -32,14 +32,9 @@ type acceptor struct {
 }
 
 func newAcceptor(e *Engine, ln *net.TCPListener) (*acceptor, error) {
-	lraw, err := ln.SyscallConn()
+	dup, err := dupFD(ln)
 	if err != nil {
-		return nil, fmt.Errorf("accepting: %w", err)
-	}
-	var dup int
-	var derr error
-	if err := lraw.Control(func(fd uintptr) { dup, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || derr != nil {
-		return nil, fmt.Errorf("accepting: duplicating the listening socket: %w", errors.Join(err, derr))
+		return nil, fmt.Errorf("accepting: duplicating the listening socket: %w", err)
 	}
 	// The duplicate shares the socket's O_NONBLOCK: os.NewFile puts it in
 	// Go's poller.

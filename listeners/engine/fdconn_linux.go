@@ -19,7 +19,8 @@ import (
 // fdConn is a socket owned by the engine: a plain non-blocking
 // descriptor, read and written with read(2) and write(2); an accepted
 // client socket (from accept4(2)), or the upstream side of a tunnel that
-// the engine took out of Go's poller (tunnel.adopt). It is not in Go's poller: when a call would block, the
+// the engine took out of Go's poller (tunnel.adopt). It is not in Go's
+// poller: when a call would block, the
 // goroutine waits for the engine's own epoll loop to report the socket
 // ready (loop.await), so a connection costs no runtime.pollDesc and no
 // netFD. It implements net.Conn, syscall.Conn and the *net.TCPConn

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -167,4 +168,22 @@ func boolInt(b bool) int {
 // ceilSeconds rounds d up to whole seconds.
 func ceilSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
+}
+
+// dupFD duplicates c's descriptor, close-on-exec. The duplicate shares
+// the open file, O_NONBLOCK included.
+func dupFD(c syscall.Conn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, os.NewSyscallError("fcntl", derr)
+	}
+	return fd, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,7 +32,6 @@ type tunnel struct {
 	c      *Conn
 	up     net.Conn
 	upfd   fdConn       // up's socket once the engine owns it (adopt)
-	owned  bool         // upfd is up's socket
 	upw    watch        // up's registration (direction dirDown)
 	done   atomic.Int32 // bit per direction that reached end of stream
 	closed atomic.Bool
@@ -141,32 +139,13 @@ func (t *tunnel) adopt(sc syscall.Conn) (syscall.RawConn, error) {
 	if tc == nil {
 		return sc.SyscallConn()
 	}
-	fd, err := dupSocket(tc)
+	fd, err := dupFD(tc)
 	tc.Close() // the duplicate keeps the connection open
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("taking over the upstream socket: %w", err)
 	}
 	t.upfd.init(&t.upw, fd)
-	t.owned = true
 	return (*fdRaw)(&t.upfd), nil
-}
-
-// dupSocket duplicates tc's descriptor (close-on-exec; the duplicate
-// shares the open file, so it is non-blocking too).
-func dupSocket(tc *net.TCPConn) (int, error) {
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	var derr error
-	if err := raw.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		return -1, err
-	}
-	if derr != nil {
-		return -1, fmt.Errorf("taking over the upstream socket: %w", os.NewSyscallError("fcntl", derr))
-	}
-	return fd, nil
 }
 
 // started hands up, when it follows its tunnel, the function that ends it.
@@ -176,10 +155,13 @@ func (t *tunnel) started() {
 	}
 }
 
+// owned reports whether the engine took up's socket over (upfd).
+func (t *tunnel) owned() bool { return t.upfd.w != nil }
+
 // dst is where direction dir writes.
 func (t *tunnel) dst(dir uint8) net.Conn {
 	if dir == dirUp {
-		if t.owned {
+		if t.owned() {
 			return &t.upfd
 		}
 		return t.up
@@ -383,7 +365,7 @@ func (t *tunnel) close() {
 	if t.up != nil {
 		t.up.Close()
 	}
-	if t.owned {
+	if t.owned() {
 		t.upfd.Close()
 	}
 	t.c.Close()
