@@ -138,6 +138,27 @@ func (c *Conn) WriteBuffers(v *net.Buffers) (int64, error) {
 	return v.WriteTo(c.Conn)
 }
 
+// TryRead reads what the socket has now into b, without waiting: a
+// read(2) on the accepted socket, whose errors (syscall.EAGAIN when there
+// is nothing) come back as they are; n is never negative. On the
+// engine's own socket it also tells the engine whether b took everything
+// (a short read), so that parking afterwards costs no system call. A
+// read deadline in the past fails it as Read would.
+func (c *Conn) TryRead(b []byte) (int, error) {
+	if c.sock == Socket(&c.fd) {
+		return c.fd.readNow(b)
+	}
+	var n int
+	var err error
+	if rerr := c.Raw().Read(func(fd uintptr) bool {
+		n, err = syscall.Read(int(fd), b)
+		return true
+	}); rerr != nil {
+		return 0, rerr
+	}
+	return max(n, 0), err
+}
+
 // Raw returns the socket's syscall.RawConn, for non-blocking reads and
 // writes (RawConn.Read and Write with a callback that tries once). A Conn
 // made by hand around a net.Conn (benchmarks) gets it from that conn.
@@ -267,10 +288,13 @@ type watch struct {
 	idx    uint32  // slot index + 1 in the loop's table; 0: none
 	gen    uint32  // generation of the slot, against stale events
 	state  uint8
-	dir    uint8       // for a tunnel: the direction this socket's bytes go
-	waits  uint8       // waitIn, waitOut: calls on the engine's socket waiting (fdConn.wait)
-	added  bool        // registered in the epoll set
-	closed atomic.Bool // Conn.Close was called (client side only)
+	dir    uint8         // for a tunnel: the direction this socket's bytes go
+	waits  uint8         // waitIn, waitOut: calls on the engine's socket waiting (fdConn.wait)
+	added  bool          // registered in the epoll set
+	et     bool          // the engine's own socket: registered once, edge-triggered (see loop)
+	out    bool          // et: the registration reports writable too
+	closed atomic.Bool   // Conn.Close was called (client side only)
+	ev     atomic.Uint32 // evIn, evOut, evDrained: what the socket is known to have (et only)
 }
 
 // The states of a watch.

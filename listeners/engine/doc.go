@@ -15,33 +15,39 @@
 // It is an fdConn: a net.Conn and syscall.Conn of the engine's own whose
 // Read and Write call read(2) and write(2) directly (writev(2) for
 // Conn.WriteBuffers), reference counted so that a Close never lets its
-// number be reused under a call in progress. The socket is registered in
-// one of the engine's own epoll instances (golang.org/x/sys/unix) with
-// EPOLLIN|EPOLLRDHUP|EPOLLONESHOT. A parked connection has no goroutine:
-// when the loop goroutine sees it readable (or hung up), it starts a
-// goroutine that calls Handler.Serve. A read or write there that meets
-// EAGAIN waits for the same registration, re-armed for readable or
-// writable (or both, an HTTP/2 connection reading and writing at once):
-// the loop wakes it through a channel taken from a pool at the first wait
-// and given back at park, and a deadline costs a timer only while a call
-// waits under one. Setting a deadline or closing the connection wakes a
-// waiting call, as with a net.Conn. A wait costs an epoll_ctl and a hop
-// through the loop goroutine, a little more than Go's edge-triggered
-// poller: nothing on the common keep-alive path, where the request is
-// there when the connection is dispatched, but once per read that drains
-// the socket of a detached HTTP/2 connection. The loop goroutine itself
-// waits in Go's poller: a duplicate of the epoll fd is registered there
-// and events are collected with a non-blocking epoll_wait, so no OS
-// thread sits in a blocking system call and a dispatched goroutine runs
-// at once (a loop blocked in epoll_wait made each one wait for sysmon to
-// retake the P: 31k against 54k requests a second on one core). When Serve returns Park,
-// the engine re-arms the socket (EPOLL_CTL_MOD, one-shot again) and puts
-// it at the tail of its loop's idle list. One-shot arming means one
-// dispatch at a time.
+// number be reused under a call in progress. The socket is registered
+// once in one of the engine's own epoll instances (golang.org/x/sys/unix),
+// edge-triggered, EPOLLIN|EPOLLRDHUP|EPOLLET (EPOLLOUT is added the first
+// time a write has to wait), as Go's poller registers a net.Conn. A parked
+// connection has no goroutine: when the loop goroutine sees it readable
+// (or hung up), it starts a goroutine that calls Handler.Serve. An edge
+// that comes while the connection is served is not lost: the loop records
+// it (watch.ev), and each read or write clears its direction's record
+// before its system call. A read or write there that meets EAGAIN waits
+// for the next edge, unless one came since it began: the loop wakes it
+// through a channel taken from a pool at the first wait and given back at
+// park, and a deadline costs a timer only while a call waits under one.
+// Setting a deadline or closing the connection wakes a waiting call, as
+// with a net.Conn. A wait costs a hop through the loop goroutine, and no
+// epoll_ctl. The loop goroutine itself waits in Go's poller: a duplicate
+// of the epoll fd is registered there and events are collected with a
+// non-blocking epoll_wait, so no OS thread sits in a blocking system call
+// and a dispatched goroutine runs at once (a loop blocked in epoll_wait
+// made each one wait for sysmon to retake the P: 31k against 54k requests
+// a second on one core). When Serve returns Park, the engine puts the connection at the tail of its loop's idle list and
+// the loop dispatches it at its next edge. That needs no system call when
+// the handler's last read saw the socket drained (Conn.TryRead or Read
+// shorter than its buffer, or EAGAIN) and no edge or end of stream came
+// since; otherwise the registration is modified to itself
+// (EPOLL_CTL_MOD), which reports the socket at once if it is readable
+// now. A connection is dispatched once at a time: an edge while it is
+// served only records.
 //
 // Config.GoPoller keeps the engine of before: each socket a *net.TCPConn
-// in Go's poller as well as in the engine's epoll set, which waits while
-// a handler runs. Conn.Socket returns the accepted socket in either mode.
+// in Go's poller as well as in the engine's epoll set, registered there
+// one-shot (EPOLLONESHOT, re-armed with an EPOLL_CTL_MOD at each park:
+// Go's net package reads it, so the engine cannot know it drained); Go's
+// poller waits while a handler runs. Conn.Socket returns the accepted socket in either mode.
 //
 // The idle timeout is the listener's, the same for every connection, so
 // each loop keeps its parked connections in a doubly-linked list in park

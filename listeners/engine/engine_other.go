@@ -32,6 +32,7 @@ func (*fdConn) SetLinger(int) error { return errLinuxOnly }
 
 func (*fdConn) arm(*loop, *watch) error                        { return errLinuxOnly }
 func (*fdConn) dropWaiter()                                    {}
+func (*fdConn) readNow([]byte) (int, error)                    { return 0, errLinuxOnly }
 func (*fdConn) writeBuffers(*net.Buffers) (int64, error)       { return 0, errLinuxOnly }
 func newAcceptor(*Engine, *net.TCPListener) (*acceptor, error) { return nil, errLinuxOnly }
 

@@ -89,6 +89,9 @@ func (s *fdConn) Read(b []byte) (int, error) {
 	var rerr error
 	err := s.do(dirRead, func(fd int) bool {
 		n, rerr = unix.Read(fd, b)
+		if rerr == nil && n > 0 && n < len(b) {
+			s.w.ev.Or(evDrained) // a stream socket's read takes all it has
+		}
 		return !(rerr == unix.EAGAIN || rerr == unix.EINTR)
 	})
 	switch {
@@ -100,6 +103,26 @@ func (s *fdConn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// readNow is one read(2) that does not wait (Conn.TryRead): EAGAIN, or a
+// read shorter than b, tells the loop the socket is drained.
+func (s *fdConn) readNow(b []byte) (int, error) {
+	s.mu[dirRead].Lock()
+	defer s.mu[dirRead].Unlock()
+	if !s.incref() {
+		return 0, s.opErr("read", net.ErrClosed)
+	}
+	defer s.decref()
+	if err := s.expired(dirRead); err != nil {
+		return 0, s.opErr("read", err)
+	}
+	s.w.ev.And(^startBits[dirRead])
+	n, err := unix.Read(int(s.fd), b)
+	if err == unix.EAGAIN || (err == nil && n > 0 && n < len(b)) {
+		s.w.ev.Or(evDrained)
+	}
+	return max(n, 0), err
 }
 
 // Write writes all of b, waiting for room under the write deadline.

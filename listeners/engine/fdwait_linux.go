@@ -99,7 +99,8 @@ func (s *fdConn) wait(dir int) error {
 	if err := s.expired(dir); err != nil {
 		return err
 	}
-	if err := s.w.loop().await(s.w, dir, int(s.fd)); err != nil {
+	ready, err := s.w.loop().await(s.w, dir, int(s.fd))
+	if err != nil || ready {
 		return err
 	}
 	d := s.dl[dir].Load()
@@ -122,8 +123,15 @@ func (s *fdConn) wait(dir int) error {
 	return nil
 }
 
+// startBits are the bits of watch.ev a try in each direction clears before
+// its system call: the edges it will see for itself, and for a read what
+// the last one knew of the socket being drained.
+var startBits = [2]uint32{evIn | evDrained, evOut}
+
 // do runs op on the descriptor until it does not return EAGAIN, waiting
 // for readiness in between; op is tried once even when it would block.
+// What op found is unknown to the engine: a read through it leaves the
+// socket not known to be drained (fdConn.Read and readNow say more).
 func (s *fdConn) do(dir int, op func(fd int) bool) error {
 	s.mu[dir].Lock()
 	defer s.mu[dir].Unlock()
@@ -135,6 +143,7 @@ func (s *fdConn) do(dir int, op func(fd int) bool) error {
 		if err := s.expired(dir); err != nil {
 			return err
 		}
+		s.w.ev.And(^startBits[dir])
 		if op(int(s.fd)) {
 			return nil
 		}

@@ -16,14 +16,27 @@ import (
 	"github.com/edgeway/edgeway/internal/panics"
 )
 
-// A loop is one epoll instance and the goroutine that waits on it. Each
-// socket is registered with EPOLLONESHOT: an event disarms it, so exactly
-// one goroutine at a time serves it, until it is armed again. The same
-// registration wakes the calls waiting on the engine's own sockets
-// (fdConn.wait) while a handler runs: it is armed for the union of what
-// the connection waits for (readable to be dispatched, readable or
-// writable for a waiting call). A *net.TCPConn (Config.GoPoller, a
-// tunnel's upstream side) waits in Go's own poller instead.
+// A loop is one epoll instance and the goroutine that waits on it.
+//
+// The engine's own sockets (fdConn: accepted clients, a tunnel's adopted
+// upstream side) are registered once, edge-triggered, for reading (and
+// for writing from the first write that waits), as Go's own poller
+// registers a net.Conn: an event records what the socket has (watch.ev:
+// evIn, evOut, evHup), dispatches a parked connection, and wakes a call
+// waiting on the socket (fdConn.wait), so that parking and waiting cost
+// no epoll_ctl(2). What an edge leaves for
+// later is kept in watch.ev: each read or write clears its direction's
+// bit before its system call, so an edge that comes after the call saw
+// the socket is never lost. A reader that saw the socket drained (a read
+// shorter than its buffer, or EAGAIN: evDrained) lets the connection park
+// with nothing more; otherwise (more may be waiting, or a read the engine
+// did not see, through RawConn) parking asks the kernel again with an
+// EPOLL_CTL_MOD, which reports the socket at once when it has bytes.
+//
+// A *net.TCPConn (Config.GoPoller, a tunnel's TLS upstream side) is read
+// by Go's net package, which the engine cannot follow: it is registered
+// with EPOLLONESHOT, an event disarms it, and it is armed again for what
+// is still waited for.
 type loop struct {
 	e      *Engine
 	epfd   int
@@ -56,11 +69,34 @@ const (
 	outReady = unix.EPOLLOUT | unix.EPOLLERR | unix.EPOLLHUP
 )
 
-// events is what w's registration must be armed for: readable and peer
-// half-closed to be dispatched or for a waiting read, writable for a
-// waiting write (EPOLLERR and EPOLLHUP are always reported), one event per
-// arming; 0: nothing.
+// The bits of watch.ev, for a socket registered edge-triggered.
+const (
+	evIn      uint32 = 1 << dirRead  // an edge for reading came since the last read began
+	evOut     uint32 = 1 << dirWrite // an edge for writing came since the last write began
+	evDrained uint32 = 4             // the last read saw the socket empty (short, or EAGAIN)
+	evHup     uint32 = 8             // the peer half-closed, or an error: stays
+)
+
+// hupEvents end the stream. A read shorter than its buffer stops at the
+// end of stream and does not say the socket is drained: once one came,
+// parking always asks the kernel again (loop.arm).
+const hupEvents = unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
+
+// events is what w's registration must be armed for. An edge-triggered
+// one: readable and peer half-closed, and writable once a write had to
+// wait (w.out; it stays, as a socket is writable nearly always and each
+// modification would report it). A one-shot one: readable and peer half-closed
+// to be dispatched or for a waiting read, writable for a waiting write
+// (EPOLLERR and EPOLLHUP are always reported), one event per arming; 0:
+// nothing.
 func (w *watch) events() uint32 {
+	if w.et {
+		ev := uint32(unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET)
+		if w.out {
+			ev |= unix.EPOLLOUT
+		}
+		return ev
+	}
 	var ev uint32
 	if w.state == stArmed || w.waits&waitIn != 0 {
 		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
@@ -219,11 +255,17 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 		return true // closed since the event was queued
 	}
 	var wake uint8
+	var seen uint32
 	if ev.Events&inReady != 0 {
 		wake |= w.waits & waitIn
+		seen |= evIn
 	}
 	if ev.Events&outReady != 0 {
 		wake |= w.waits & waitOut
+		seen |= evOut
+	}
+	if ev.Events&hupEvents != 0 {
+		seen |= evHup
 	}
 	w.waits &^= wake
 	dispatch := w.state == stArmed && ev.Events&inReady != 0
@@ -233,7 +275,12 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 			l.unlink(w.conn)
 		}
 	}
-	if w.events() != 0 {
+	if w.et {
+		w.ev.Or(seen)
+		if dispatch {
+			w.ev.And(^evDrained) // until the handler reads, more may be waiting
+		}
+	} else if w.events() != 0 {
 		// What is still waited for: the one-shot event disarmed it all.
 		// An error here shows again at the next call on the socket.
 		w.raw.Control(func(fd uintptr) { l.ctl(w, int(fd)) })
@@ -288,22 +335,31 @@ func (l *loop) ctl(w *watch, fd int) error {
 
 // await registers a call on the engine's socket fd (held by the caller)
 // as waiting for direction dir; the loop wakes it (fdConn.wake) when an
-// event comes.
-func (l *loop) await(w *watch, dir int, fd int) error {
+// event comes. ready reports instead that an edge came since the call's
+// last try began (watch.ev): it must try again rather than wait.
+func (l *loop) await(w *watch, dir int, fd int) (ready bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.stopped:
-		return errStopped
+		return false, errStopped
 	case w.state == stClosed || w.idx == 0:
-		return net.ErrClosed
+		return false, net.ErrClosed
+	case w.et && w.ev.Load()&(1<<dir) != 0:
+		return true, nil
 	}
 	w.waits |= 1 << dir
+	if w.et && w.added && (dir == dirRead || w.out) {
+		return false, nil // the registration reports every edge
+	}
+	if w.et && dir == dirWrite {
+		w.out = true
+	}
 	if err := l.ctl(w, fd); err != nil {
 		w.waits &^= 1 << dir
-		return err
+		return false, err
 	}
-	return nil
+	return false, nil
 }
 
 func (l *loop) lookup(idx, gen uint32) *watch {
@@ -337,6 +393,12 @@ func (l *loop) add(w *watch) {
 // closed and reused meanwhile) to become readable. A client connection
 // that is not a tunnel goes on the idle list. During shutdown only
 // tunnels are armed.
+//
+// An edge-triggered socket whose last read saw it drained, with no edge
+// since and no end of stream, needs no system call: the next bytes bring
+// an edge. Otherwise
+// the registration is modified to itself, which reports the socket at
+// once when it is readable now.
 func (l *loop) arm(w *watch, fd int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -356,9 +418,11 @@ func (l *loop) arm(w *watch, fd int) error {
 		// on another goroutine): its bit stays.
 		w.waits = 0
 	}
-	if err := l.ctl(w, fd); err != nil {
-		w.state = prev
-		return err
+	if !w.et || !w.added || w.ev.Load()&(evIn|evDrained|evHup) != evDrained {
+		if err := l.ctl(w, fd); err != nil {
+			w.state = prev
+			return err
+		}
 	}
 	if w.tun == nil {
 		l.link(w.conn)

@@ -107,7 +107,7 @@ func startTunnel(c *Conn, r *tunnelReq) {
 		t.close()
 		return
 	}
-	t.upw = watch{raw: raw, tun: t, dir: dirDown}
+	t.upw = watch{raw: raw, tun: t, dir: dirDown, et: t.owned()}
 	c.l.setTunnel(&c.w, t)
 	c.l.add(&t.upw)
 	if !t.arm(&c.w) || !t.arm(&t.upw) {
@@ -196,6 +196,14 @@ func (t *tunnel) write(dir uint8, b []byte) error {
 	return err
 }
 
+// parkDrained arms w after a read through its raw connection saw it
+// drained (EAGAIN, or fewer bytes than asked): on the engine's own socket
+// that costs no system call (loop.arm).
+func (t *tunnel) parkDrained(w *watch) bool {
+	w.ev.Or(evDrained)
+	return t.arm(w)
+}
+
 func (t *tunnel) arm(w *watch) bool {
 	var err error
 	cerr := w.raw.Control(func(fd uintptr) { err = t.c.l.arm(w, int(fd)) })
@@ -228,11 +236,15 @@ func (t *tunnel) pumpInline(dir uint8, buf []byte) {
 		case n == len(buf):
 			go t.pump(dir) // there may be more
 		default:
-			if !t.arm(src) {
+			if !t.parkDrained(src) {
 				t.close()
 			}
 		}
-	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+	case errors.Is(err, unix.EAGAIN):
+		if !t.parkDrained(src) {
+			t.close()
+		}
+	case errors.Is(err, unix.EINTR):
 		if !t.arm(src) {
 			t.close()
 		}
@@ -317,7 +329,7 @@ func (t *tunnel) idle(dir uint8, src *watch, err error) bool {
 	case errors.Is(err, unix.EINTR):
 		return true
 	case errors.Is(err, unix.EAGAIN):
-		if !t.arm(src) {
+		if !t.parkDrained(src) {
 			t.close()
 		}
 	case err == nil: // end of stream

@@ -40,9 +40,6 @@ type exchange struct {
 	body          body
 	rw            writer
 	trailerFn     func() httpmsg.Header // body.trailers, bound once
-	tryN          int                   // firstRead's result
-	tryErr        error
-	tryFn         func(fd uintptr) bool // x.tryRead, bound once
 }
 
 func newExchange(s *Server) *exchange {
@@ -52,7 +49,6 @@ func newExchange(s *Server) *exchange {
 	x.rw.x = x
 	x.rw.tryFn = x.rw.tryWrite
 	x.trailerFn = x.body.trailers
-	x.tryFn = x.tryRead
 	return x
 }
 
@@ -119,11 +115,7 @@ func (x *exchange) firstRead() (engine.Action, bool) {
 	if x.tls {
 		return x.firstTLSRead()
 	}
-	if err := x.c.Raw().Read(x.tryFn); err != nil {
-		return engine.Close, false
-	}
-	n, err := x.tryN, x.tryErr
-	x.tryErr = nil
+	n, err := x.c.TryRead(x.buf[x.w:])
 	switch {
 	case n > 0:
 		x.w += n
@@ -186,13 +178,6 @@ func (x *exchange) socketReadable() bool {
 		return true
 	})
 	return ready
-}
-
-// tryRead is firstRead's callback, bound once per exchange.
-func (x *exchange) tryRead(fd uintptr) bool {
-	n, err := syscall.Read(int(fd), x.buf[x.w:])
-	x.tryN, x.tryErr = max(n, 0), err
-	return true
 }
 
 // skipEmptyLines drops CRLFs a client sent after a request (RFC 9112 §2.2)

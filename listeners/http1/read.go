@@ -153,11 +153,7 @@ func (x *exchange) tryFill() (int, error) {
 		}
 		return 0, syscall.EAGAIN
 	}
-	if err := x.c.Raw().Read(x.tryFn); err != nil {
-		return 0, err
-	}
-	n, err := x.tryN, x.tryErr
-	x.tryErr = nil
+	n, err := x.c.TryRead(x.buf[x.w:])
 	x.w += n
 	if n == 0 && err == nil {
 		err = io.EOF
