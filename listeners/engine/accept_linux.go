@@ -112,7 +112,7 @@ func (e *Engine) adoptFD(fd int, remote, local netip.AddrPort) {
 	c.Conn, c.sock = &c.fd, &c.fd
 	c.w.conn = c
 	c.w.raw = (*fdRaw)(&c.fd)
-	c.w.et = true
+	c.w.reg = regET
 	l.add(&c.w)
 	c.park()
 }

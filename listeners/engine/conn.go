@@ -174,7 +174,7 @@ func (c *Conn) Raw() syscall.RawConn {
 // Close closes the connection and frees its MaxConns slot. It is safe
 // from any goroutine; calls after the first do nothing and return nil.
 func (c *Conn) Close() error {
-	if !c.w.closed.CompareAndSwap(false, true) {
+	if c.w.ev.Or(evClosed)&evClosed != 0 {
 		return nil
 	}
 	if c.l.forget(&c.w) == stDetached {
@@ -250,7 +250,7 @@ func (c *Conn) after(a Action) {
 // park waits for the connection's next bytes on its loop; a connection
 // that cannot be parked (shutdown, closed, ...) is closed.
 func (c *Conn) park() {
-	if c.w.closed.Load() {
+	if c.w.ev.Load()&evClosed != 0 {
 		return
 	}
 	c.parkedAt = c.engine().now()
@@ -282,20 +282,27 @@ type tunnelReq struct {
 // upstream side of a tunnel. Fields other than raw, conn and tun are
 // guarded by the loop's mutex.
 type watch struct {
-	raw    syscall.RawConn
-	conn   *Conn   // nil for a tunnel's upstream side
-	tun    *tunnel // set once the socket belongs to a tunnel
-	idx    uint32  // slot index + 1 in the loop's table; 0: none
-	gen    uint32  // generation of the slot, against stale events
-	state  uint8
-	dir    uint8         // for a tunnel: the direction this socket's bytes go
-	waits  uint8         // waitIn, waitOut: calls on the engine's socket waiting (fdConn.wait)
-	added  bool          // registered in the epoll set
-	et     bool          // the engine's own socket: registered once, edge-triggered (see loop)
-	out    bool          // et: the registration reports writable too
-	closed atomic.Bool   // Conn.Close was called (client side only)
-	ev     atomic.Uint32 // evIn, evOut, evDrained: what the socket is known to have (et only)
+	raw   syscall.RawConn
+	conn  *Conn         // nil for a tunnel's upstream side
+	tun   *tunnel       // set once the socket belongs to a tunnel
+	idx   uint32        // slot index + 1 in the loop's table; 0: none
+	gen   uint32        // generation of the slot, against stale events
+	ev    atomic.Uint32 // evIn, evOut, evDrained, evHup (et only), evClosed
+	state uint8
+	dir   uint8 // for a tunnel: the direction this socket's bytes go
+	waits uint8 // waitIn, waitOut: calls on the engine's socket waiting (fdConn.wait)
+	reg   uint8 // regAdded, regET, regOut: its epoll registration
 }
+
+// The bits of watch.reg.
+const (
+	regAdded uint8 = 1 << iota // registered in the epoll set
+	regET                      // the engine's own socket: registered once, edge-triggered (see loop)
+	regOut                     // regET: the registration reports writable too
+)
+
+// evClosed is the bit of watch.ev that Conn.Close sets (client side only).
+const evClosed uint32 = 16
 
 // The states of a watch.
 const (

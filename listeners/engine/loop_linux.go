@@ -84,15 +84,15 @@ const hupEvents = unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
 
 // events is what w's registration must be armed for. An edge-triggered
 // one: readable and peer half-closed, and writable once a write had to
-// wait (w.out; it stays, as a socket is writable nearly always and each
+// wait (regOut; it stays, as a socket is writable nearly always and each
 // modification would report it). A one-shot one: readable and peer half-closed
 // to be dispatched or for a waiting read, writable for a waiting write
 // (EPOLLERR and EPOLLHUP are always reported), one event per arming; 0:
 // nothing.
 func (w *watch) events() uint32 {
-	if w.et {
+	if w.reg&regET != 0 {
 		ev := uint32(unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET)
-		if w.out {
+		if w.reg&regOut != 0 {
 			ev |= unix.EPOLLOUT
 		}
 		return ev
@@ -275,7 +275,7 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 			l.unlink(w.conn)
 		}
 	}
-	if w.et {
+	if w.reg&regET != 0 {
 		w.ev.Or(seen)
 		if dispatch {
 			w.ev.And(^evDrained) // until the handler reads, more may be waiting
@@ -322,14 +322,14 @@ func (w *watch) loop() *loop {
 // ctl arms w's registration for w.events(), under l.mu and with fd held.
 func (l *loop) ctl(w *watch, fd int) error {
 	op := unix.EPOLL_CTL_MOD
-	if !w.added {
+	if w.reg&regAdded == 0 {
 		op = unix.EPOLL_CTL_ADD
 	}
 	ev := unix.EpollEvent{Events: w.events(), Fd: int32(w.idx), Pad: int32(w.gen)}
 	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
 		return fmt.Errorf("arming socket: %w", err)
 	}
-	w.added = true
+	w.reg |= regAdded
 	return nil
 }
 
@@ -345,15 +345,17 @@ func (l *loop) await(w *watch, dir int, fd int) (ready bool, err error) {
 		return false, errStopped
 	case w.state == stClosed || w.idx == 0:
 		return false, net.ErrClosed
-	case w.et && w.ev.Load()&(1<<dir) != 0:
+	case w.reg&regET != 0 && w.ev.Load()&(1<<dir) != 0:
 		return true, nil
 	}
 	w.waits |= 1 << dir
-	if w.et && w.added && (dir == dirRead || w.out) {
-		return false, nil // the registration reports every edge
-	}
-	if w.et && dir == dirWrite {
-		w.out = true
+	if w.reg&regET != 0 {
+		if w.reg&regAdded != 0 && (dir == dirRead || w.reg&regOut != 0) {
+			return false, nil // the registration reports every edge
+		}
+		if dir == dirWrite {
+			w.reg |= regOut
+		}
 	}
 	if err := l.ctl(w, fd); err != nil {
 		w.waits &^= 1 << dir
@@ -418,7 +420,7 @@ func (l *loop) arm(w *watch, fd int) error {
 		// on another goroutine): its bit stays.
 		w.waits = 0
 	}
-	if !w.et || !w.added || w.ev.Load()&(evIn|evDrained|evHup) != evDrained {
+	if w.reg&(regET|regAdded) != regET|regAdded || w.ev.Load()&(evIn|evDrained|evHup) != evDrained {
 		if err := l.ctl(w, fd); err != nil {
 			w.state = prev
 			return err

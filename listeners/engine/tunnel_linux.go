@@ -107,7 +107,10 @@ func startTunnel(c *Conn, r *tunnelReq) {
 		t.close()
 		return
 	}
-	t.upw = watch{raw: raw, tun: t, dir: dirDown, et: t.owned()}
+	t.upw = watch{raw: raw, tun: t, dir: dirDown}
+	if t.owned() {
+		t.upw.reg = regET
+	}
 	c.l.setTunnel(&c.w, t)
 	c.l.add(&t.upw)
 	if !t.arm(&c.w) || !t.arm(&t.upw) {
