@@ -123,7 +123,7 @@
 //     holds (the HTTP/1 server's pooled buffers); a call that waits takes
 //     a pooled waiter (two channels, and a timer under a deadline).
 //   - Tunnel, idle: about 600 bytes for both sockets and no goroutine
-//     (2,180 with GoPoller): the client's Conn and the tunnel struct (176
+//     (2,180 with GoPoller): the client's Conn and the tunnel struct (168
 //     bytes), which holds the upstream side as an engine descriptor too.
 //     The upstream connection arrives as a *net.TCPConn (or a wrapper
 //     that hands its socket over, httpmsg.TunnelSocket); the engine
@@ -138,10 +138,13 @@
 //   - Detached: the parked cost (the Conn stays registered so that a
 //     forced shutdown can close it) plus what the new owner holds.
 //
-// CPU per request is the same in both modes (BenchmarkKeepAlive: one
-// request and answer on a parked connection, client included: 24-25µs
-// either way on a shared 2-core box, run alternately; 2 small allocations
-// in the engine, 3 with GoPoller). A new connection costs less
+// CPU per request is lower on the engine's own sockets
+// (BenchmarkKeepAlive: one request and answer on a parked connection,
+// client included, -count 4 on a busy shared 2-core box: 42-50µs against
+// 55-61µs with GoPoller, whose park re-arms a one-shot registration with
+// an epoll_ctl; 24-25µs either way on a quieter day, before sockets were
+// registered edge-triggered; 2 small allocations in the engine, 3 with
+// GoPoller). A new connection costs less
 // (BenchmarkConnect: dial, one request, close, client included: about
 // 125µs against 160µs) and takes fewer system calls (the same under
 // strace -c -f, 2,000 connections with keepalive on): about 8 fewer on
