@@ -36,6 +36,13 @@ type Handler interface {
 	// becomes readable or reports hang-up or an error. It reads with
 	// c.Read (blocking, deadlines allowed), handles as many requests as
 	// it likes and returns what to do next. A panic closes the connection.
+	//
+	// A readiness report can be stale, as with any poller: an event the
+	// loop collected before the handler's last read, handed over after it
+	// parked, dispatches a connection with nothing to read. A handler
+	// therefore takes its first bytes without waiting (Conn.TryRead, or
+	// a read under a deadline in the past over TLS) and parks again when
+	// there are none.
 	Serve(c *Conn) Action
 }
 

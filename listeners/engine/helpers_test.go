@@ -5,11 +5,13 @@ package engine
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 )
 
 // lineHandler answers each line "x" with "echo x" and parks; "quit"
-// closes. hook, when set, sees each line first and may take it over.
+// closes. hook, when set, sees each line first and may take it over. A
+// dispatch with nothing to read (a stale readiness report) parks again.
 type lineHandler struct {
 	served atomic.Int64
 	hook   func(c *Conn, line string) (Action, bool)
@@ -26,9 +29,11 @@ type lineHandler struct {
 func (h *lineHandler) Serve(c *Conn) Action {
 	h.served.Add(1)
 	buf := make([]byte, 512)
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	n, err := c.Read(buf)
-	if err != nil {
+	n, err := c.TryRead(buf)
+	switch {
+	case errors.Is(err, syscall.EAGAIN):
+		return Park
+	case err != nil || n == 0:
 		return Close
 	}
 	line := strings.TrimSpace(string(buf[:n]))
