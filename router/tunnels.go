@@ -75,8 +75,15 @@ type tunnelConn struct {
 	once    sync.Once
 }
 
-// TunnelStarted implements httpmsg.TunnelReporter.
-func (c *tunnelConn) TunnelStarted(end func()) { c.end.Store(&end) }
+// TunnelStarted implements httpmsg.TunnelReporter. A drain that came
+// before it found no end to call, and its Close could not end a tunnel
+// whose socket was already handed over (TunnelSocket): it ends now.
+func (c *tunnelConn) TunnelStarted(end func()) {
+	c.end.Store(&end)
+	if c.drained.Load() {
+		end()
+	}
+}
 
 // TunnelEnded implements httpmsg.TunnelReporter: the tunnel's line and
 // metrics.
@@ -121,7 +128,10 @@ func (c *tunnelConn) Close() error {
 }
 
 // drain ends the tunnel: both sides, through the front end when it gave
-// the means, else by closing the upstream side.
+// the means, else by closing the upstream side (and TunnelStarted ends it
+// when it comes after). drained is stored before end is loaded, and
+// TunnelStarted stores end before it loads drained: at least one of them
+// sees the other, and ending twice is harmless.
 func (c *tunnelConn) drain() {
 	c.drained.Store(true)
 	if end := c.end.Load(); end != nil {

@@ -148,6 +148,8 @@ func (c *Conn) TryRead(b []byte) (int, error) {
 	if c.sock == Socket(&c.fd) {
 		return c.fd.readNow(b)
 	}
+	// A *net.TCPConn (Config.GoPoller) or a Conn made by hand: the
+	// closure is an allocation per call, which only those modes pay.
 	var n int
 	var err error
 	if rerr := c.Raw().Read(func(fd uintptr) bool {

@@ -89,9 +89,7 @@ func (s *fdConn) Read(b []byte) (int, error) {
 	var rerr error
 	err := s.do(dirRead, func(fd int) bool {
 		n, rerr = unix.Read(fd, b)
-		if rerr == nil && n > 0 && n < len(b) {
-			s.w.ev.Or(evDrained) // a stream socket's read takes all it has
-		}
+		s.noteRead(n, len(b), rerr)
 		return !(rerr == unix.EAGAIN || rerr == unix.EINTR)
 	})
 	switch {
@@ -105,24 +103,29 @@ func (s *fdConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// readNow is one read(2) that does not wait (Conn.TryRead): EAGAIN, or a
-// read shorter than b, tells the loop the socket is drained.
+// readNow is one read(2) that does not wait (Conn.TryRead).
 func (s *fdConn) readNow(b []byte) (int, error) {
-	s.mu[dirRead].Lock()
-	defer s.mu[dirRead].Unlock()
-	if !s.incref() {
-		return 0, s.opErr("read", net.ErrClosed)
-	}
-	defer s.decref()
-	if err := s.expired(dirRead); err != nil {
+	var n int
+	var rerr error
+	if err := s.do(dirRead, func(fd int) bool {
+		n, rerr = unix.Read(fd, b)
+		s.noteRead(n, len(b), rerr)
+		return true
+	}); err != nil {
 		return 0, s.opErr("read", err)
 	}
-	s.w.ev.And(^startBits[dirRead])
-	n, err := unix.Read(int(s.fd), b)
-	if err == unix.EAGAIN || (err == nil && n > 0 && n < len(b)) {
+	return max(n, 0), rerr
+}
+
+// noteRead tells the loop that a read of size bytes found the socket
+// drained: EAGAIN, or fewer bytes than asked (a stream socket's read
+// takes all it has; one that stops at the end of stream is told apart by
+// evHup). A read of EAGAIN that goes on to wait clears it again with its
+// next try (do).
+func (s *fdConn) noteRead(n, size int, err error) {
+	if err == unix.EAGAIN || (err == nil && n > 0 && n < size) {
 		s.w.ev.Or(evDrained)
 	}
-	return max(n, 0), err
 }
 
 // Write writes all of b, waiting for room under the write deadline.

@@ -276,10 +276,9 @@ func (l *loop) fire(ev *unix.EpollEvent) bool {
 		}
 	}
 	if w.reg&regET != 0 {
+		// evIn stays until the handler's next read begins: a handler
+		// that parks without reading parks through the kernel (arm).
 		w.ev.Or(seen)
-		if dispatch {
-			w.ev.And(^evDrained) // until the handler reads, more may be waiting
-		}
 	} else if w.events() != 0 {
 		// What is still waited for: the one-shot event disarmed it all.
 		// An error here shows again at the next call on the socket.
