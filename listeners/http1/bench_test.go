@@ -2,39 +2,19 @@ package http1
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"testing"
 
 	"github.com/edgeway/edgeway/internal/httpmsg"
+	"github.com/edgeway/edgeway/internal/testutil"
 	"github.com/edgeway/edgeway/listeners/engine"
 )
-
-// tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(b *testing.B) (client, server *net.TCPConn) {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close(); s.Close() })
-	return c.(*net.TCPConn), s.(*net.TCPConn)
-}
 
 // benchServe measures one Serve call per request: the client writes a
 // request, Serve reads, answers and parks, the client reads the answer.
 // Allocations are the server's: the client reuses its buffers.
 func benchServe(b *testing.B, req string, h httpmsg.Handler) {
-	client, server := tcpPair(b)
+	client, server := testutil.TCPPair(b)
 	s := New(Config{Handler: h})
 	c := &engine.Conn{Conn: server}
 	raw := []byte(req)
